@@ -1,0 +1,71 @@
+"""The error hierarchy of mmrag.
+
+Core code raises these; only the shells (``api/``, the CLI) decide how they are
+shown (HTTP status codes live in ``api/errors.py``). Every message says what was
+wrong and, where it helps, what is allowed.
+"""
+
+from __future__ import annotations
+
+
+class MMRAGError(Exception):
+    """Base class. ``code`` is a stable machine-readable slug."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, detail: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail or {}
+
+
+class InvalidInput(MMRAGError):
+    """The caller sent something we cannot use (bad query, bad option, bad file)."""
+
+    code = "invalid_input"
+
+
+class UnsupportedMediaType(InvalidInput):
+    """A file whose type we do not ingest, or whose bytes do not match its type."""
+
+    code = "unsupported_media_type"
+
+
+class CorruptDocument(InvalidInput):
+    """A file of a supported type that cannot be decoded (corrupt, truncated, encrypted)."""
+
+    code = "corrupt_document"
+
+
+class TooLarge(InvalidInput):
+    """A file, page count, pixel count or text beyond a configured limit."""
+
+    code = "too_large"
+
+
+class NotFound(MMRAGError):
+    """An unknown corpus, document, page, job or model id."""
+
+    code = "not_found"
+
+
+class Conflict(MMRAGError):
+    """The request contradicts existing state (e.g. the corpus already exists)."""
+
+    code = "conflict"
+
+
+class Overloaded(MMRAGError):
+    """A bounded queue is full; the caller should retry after ``retry_after`` seconds."""
+
+    code = "overloaded"
+
+    def __init__(self, message: str, *, retry_after: float = 1.0, detail: dict[str, object] | None = None):
+        super().__init__(message, detail=detail)
+        self.retry_after = retry_after
+
+
+class Unavailable(MMRAGError):
+    """A component (model, embedding service, VLM) is not configured or not reachable."""
+
+    code = "unavailable"

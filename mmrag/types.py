@@ -1,0 +1,159 @@
+"""Typed messages passed between stages.
+
+Stages exchange these small dataclasses, never loose dicts. Coordinates of word
+boxes are normalised to [0, 1] of the page (x0, y0, x1, y1, origin top-left), so
+they are independent of the render DPI.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+BBox = tuple[float, float, float, float]
+
+
+class Modality(str, enum.Enum):
+    """What an embedder (or a query) can carry."""
+
+    TEXT = "text"
+    IMAGE = "image"
+
+
+class TextSource(str, enum.Enum):
+    """Where a page's text came from."""
+
+    LAYER = "layer"  # the PDF's own text layer
+    OCR = "ocr"  # Tesseract
+    NONE = "none"  # no text (blank page, OCR found nothing)
+
+
+class EvidenceKind(str, enum.Enum):
+    """What a retrieved item shows."""
+
+    PAGE = "page"  # a page of a PDF, rendered
+    IMAGE = "image"  # a standalone uploaded image
+    TEXT = "text"  # a text snippet (with word boxes) of a page or image
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    text: str
+    bbox: BBox  # normalised (x0, y0, x1, y1) in [0, 1]
+    confidence: float | None = None  # OCR confidence 0..100; None for a text layer
+
+
+@dataclass(slots=True)
+class Page:
+    """One page of a document (a PDF page or a whole image)."""
+
+    id: str  # content-derived: sha256(document id, page number)[:32]
+    document_id: str
+    number: int  # 1-based
+    width: int  # rendered image size in pixels
+    height: int
+    image_hash: str  # sha256 of the rendered image bytes: key for caches
+    text: str
+    words: list[Word]
+    text_source: TextSource
+    image_png: bytes | None = None  # rendered page; dropped once written to the page store
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+
+
+@dataclass(slots=True)
+class Document:
+    """A parsed upload: its identity and its pages."""
+
+    id: str  # sha256 of the bytes, first 32 hex chars
+    filename: str
+    media_type: str  # e.g. application/pdf, image/png
+    size_bytes: int
+    pages: list[Page]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A window of a page's words: the unit of the text spaces."""
+
+    id: str  # point id source: sha256(page id, chunk index)
+    page_id: str
+    document_id: str
+    page_number: int
+    index: int  # 0-based within the page
+    text: str
+    boxes: list[BBox]  # one normalised box per word
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """A stored document as listed by the catalog."""
+
+    id: str
+    corpus: str
+    filename: str
+    media_type: str
+    size_bytes: int
+    page_count: int
+    metadata: dict[str, Any]
+    created_at: float  # unix seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PageInfo:
+    """A stored page as listed by the catalog."""
+
+    id: str
+    document_id: str
+    number: int
+    width: int
+    height: int
+    image_hash: str
+    text_source: TextSource
+    text_chars: int
+
+
+@dataclass(slots=True)
+class Evidence:
+    """One retrieved item, merged across spaces."""
+
+    kind: EvidenceKind
+    corpus: str
+    document_id: str
+    filename: str
+    page_id: str
+    page: int  # 1-based
+    score: float  # the final (fused or reranked) score
+    snippet: str = ""
+    boxes: list[BBox] = field(default_factory=list)  # word boxes of the snippet
+    scores: dict[str, float] = field(default_factory=dict)  # space -> raw score
+    ranks: dict[str, int] = field(default_factory=dict)  # space -> 1-based rank (explain)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+SPACES = ("text", "bm25", "clip", "colpali")
+"""Retrieval spaces: MiniLM dense text, BM25 sparse text, CLIP/SigLIP dense image, ColPali multi-vector."""
+
+
+@dataclass(slots=True)
+class SearchRequest:
+    """A query against one corpus. Text, an image, or both."""
+
+    query: str = ""  # text query (may be empty when an image is given)
+    image: bytes | None = None  # encoded image query (PNG/JPEG/...)
+    top_k: int = 10
+    document_ids: list[str] | None = None  # restrict to these documents
+    metadata: dict[str, Any] = field(default_factory=dict)  # payload equality filters
+    spaces: list[str] | None = None  # subset of SPACES; None = every space the corpus has
+    weights: dict[str, float] | None = None  # RRF weight per space (default 1.0)
+    explain: bool = False  # fill Evidence.ranks/scores per space
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """Ranked evidence and how long each stage took."""
+
+    evidence: list[Evidence]
+    timings: dict[str, float]  # stage -> seconds (embed_query, query, hydrate, total)
