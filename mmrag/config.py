@@ -131,3 +131,24 @@ def load_settings(**overrides: object) -> Settings:
     settings = Settings.model_validate(data)
     settings.data_dir = Path(os.path.expanduser(str(settings.data_dir))).resolve()
     return settings
+
+
+class CorpusConfig(BaseModel):
+    """Per-corpus settings, fixed when the corpus is created (they shape its collection)."""
+
+    spaces: list[str] = Field(default_factory=lambda: ["text", "bm25", "clip", "colpali"])
+    """Retrieval spaces to index. Spaces whose model cannot be loaded are dropped at creation, with a note."""
+    description: str = ""
+    """Free text for people."""
+    text_model: str | None = None
+    """Text embedder spec used for this corpus (recorded at creation)."""
+    clip_model: str | None = None
+    """CLIP/SigLIP spec used for this corpus (recorded at creation)."""
+    colpali_model: str | None = None
+    """ColPali-family spec used for this corpus (recorded at creation)."""
+    pool_factor: int = Field(1, ge=1, le=16)
+    """Hierarchical token pooling factor for stored ColPali multi-vectors (1 = no pooling)."""
+    prefetch_quantization: Literal["none", "binary", "scalar"] = "none"
+    """Quantisation of the indexed prefetch vectors (pooled multi-vectors, CLIP)."""
+    bm25_avg_len: float = Field(300.0, gt=0)
+    """Expected words per page for BM25 length normalisation."""

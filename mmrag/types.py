@@ -14,14 +14,14 @@ from typing import Any
 BBox = tuple[float, float, float, float]
 
 
-class Modality(str, enum.Enum):
+class Modality(enum.StrEnum):
     """What an embedder (or a query) can carry."""
 
     TEXT = "text"
     IMAGE = "image"
 
 
-class TextSource(str, enum.Enum):
+class TextSource(enum.StrEnum):
     """Where a page's text came from."""
 
     LAYER = "layer"  # the PDF's own text layer
@@ -29,7 +29,7 @@ class TextSource(str, enum.Enum):
     NONE = "none"  # no text (blank page, OCR found nothing)
 
 
-class EvidenceKind(str, enum.Enum):
+class EvidenceKind(enum.StrEnum):
     """What a retrieved item shows."""
 
     PAGE = "page"  # a page of a PDF, rendered

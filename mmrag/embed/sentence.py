@@ -38,6 +38,9 @@ class SentenceEmbedder(Embedder):
 
     def __init__(self, name: str, options: EmbedderOptions) -> None:
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         self.spec = f"st:{name}"
         path = resolve_sentence_model(name)
@@ -47,9 +50,9 @@ class SentenceEmbedder(Embedder):
             self.model = SentenceTransformer(path, device=options.device)
         except Exception as exc:  # hub unreachable, bad folder, ...
             raise Unavailable(f"cannot load sentence-transformers model {name!r}: {exc}") from exc
-        self.dim = int(self.model.get_embedding_dimension())
+        self.dim = int(self.model.get_embedding_dimension() or 0)
         self.max_batch = 64
-        self.max_seq_length = int(self.model.max_seq_length)
+        self.max_seq_length = int(self.model.max_seq_length or 0)
 
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
         self.check_items(items)

@@ -1,0 +1,139 @@
+"""Documents: upload (multipart, several files), list, get, delete; page images."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile, status
+from fastapi.responses import FileResponse, JSONResponse, Response
+from PIL import Image
+
+from api.deps import PipelineDep
+from api.errors import responses, status_of
+from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut, UploadOut
+from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge
+from mmrag.pipeline import Pipeline
+from mmrag.types import DocumentInfo
+
+router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
+CHUNK = 1024 * 1024
+
+
+def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
+    base = request.app.state.settings.api.public_url.rstrip("/")
+    image = f"{base}/corpora/{corpus}/pages/{page_id}/image"
+    return image, f"{image}?width=256"
+
+
+def document_out(info: DocumentInfo, status_: str = "stored", timings: dict[str, float] | None = None) -> DocumentOut:
+    return DocumentOut(id=info.id, filename=info.filename, media_type=info.media_type, size_bytes=info.size_bytes,
+                       page_count=info.page_count, metadata=info.metadata, created_at=info.created_at,
+                       status=status_, timings=timings or {})  # type: ignore[arg-type]
+
+
+async def read_limited(upload: UploadFile, limit: int) -> bytes:
+    """Read an upload, stopping as soon as it passes ``limit`` bytes."""
+    buf = bytearray()
+    while chunk := await upload.read(CHUNK):
+        buf.extend(chunk)
+        if len(buf) > limit:
+            raise TooLarge(f"{upload.filename} is larger than the limit of {limit:,} bytes "
+                           "(MMRAG_INGEST__MAX_UPLOAD_BYTES)")
+    return bytes(buf)
+
+
+def parse_metadata(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"metadata must be a JSON object: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidInput("metadata must be a JSON object of field -> value")
+    return value
+
+
+@router.post("/documents", status_code=status.HTTP_201_CREATED, response_model=UploadOut,
+             responses=responses(400, 404, 413, 415, 422))
+async def upload_documents(
+    corpus: str, pipeline: PipelineDep,
+    files: Annotated[list[UploadFile], File(description="PDFs or images (PNG, JPEG, WebP, TIFF, BMP, GIF)")],
+    metadata: Annotated[str | None, Form(description="JSON object stored with every file")] = None,
+) -> Response:
+    """Index files. Each file succeeds or fails on its own; if every file fails, the status is the
+    first failure's. Re-uploading the same bytes is a no-op (status ``exists``)."""
+    from starlette.concurrency import run_in_threadpool
+
+    pipeline.catalog.corpus_config(corpus)
+    limit = pipeline.settings.api.max_files_per_upload
+    if len(files) > limit:
+        raise InvalidInput(f"{len(files)} files in one upload; the limit is {limit}")
+    meta = parse_metadata(metadata)
+    docs: list[DocumentOut] = []
+    errors: list[tuple[FileError, int]] = []
+    for upload in files:
+        name = upload.filename or "upload"
+        try:
+            data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
+            outcome = await run_in_threadpool(_ingest, pipeline, corpus, data, name, meta)
+            docs.append(document_out(outcome.document, "created" if outcome.created else "exists", outcome.timings))
+        except MMRAGError as exc:
+            if isinstance(exc, NotFound):
+                raise
+            errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
+    body = UploadOut(documents=docs, errors=[e for e, _ in errors])
+    code = status.HTTP_201_CREATED if docs else errors[0][1]
+    if docs and not any(d.status == "created" for d in docs):
+        code = status.HTTP_200_OK
+    return JSONResponse(body.model_dump(), status_code=code)
+
+
+def _ingest(pipeline: Pipeline, corpus: str, data: bytes, name: str, meta: dict[str, Any]) -> Any:
+    return pipeline.ingest_bytes(corpus, data, name, meta)
+
+
+@router.get("/documents", response_model=list[DocumentOut], responses=responses(404))
+def list_documents(corpus: str, pipeline: PipelineDep, offset: Annotated[int, Query(ge=0)] = 0,
+                   limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[DocumentOut]:
+    return [document_out(d) for d in pipeline.catalog.list_documents(corpus, offset=offset, limit=limit)]
+
+
+@router.get("/documents/{document_id}", response_model=DocumentDetail, responses=responses(404))
+def get_document(corpus: str, document_id: str, request: Request, pipeline: PipelineDep) -> DocumentDetail:
+    info = pipeline.catalog.document(corpus, document_id)
+    pages = []
+    for p in pipeline.catalog.pages_of(corpus, document_id):
+        image, thumb = page_urls(request, corpus, p.id)
+        pages.append(PageOut(id=p.id, number=p.number, width=p.width, height=p.height,
+                             text_source=p.text_source.value, text_chars=p.text_chars, image_url=image,
+                             thumbnail_url=thumb))
+    return DocumentDetail(**document_out(info).model_dump(), pages=pages)
+
+
+@router.delete("/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))
+def delete_document(corpus: str, document_id: str, pipeline: PipelineDep) -> None:
+    """Delete a document: its vectors, pages and images."""
+    pipeline.delete_document(corpus, document_id)
+
+
+@router.get("/pages/{page_id}/image", responses={**responses(404), 200: {"content": {"image/png": {}}}},
+            response_class=Response)
+def page_image(corpus: str, page_id: str, pipeline: PipelineDep,
+               width: Annotated[int | None, Query(ge=16, le=4096, description="Thumbnail width")] = None) -> Response:
+    """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given."""
+    pipeline.catalog.page_info(corpus, page_id)
+    path = pipeline.catalog.page_image_path(corpus, page_id)
+    if not path.exists():
+        raise NotFound(f"image of page {page_id!r} is missing")
+    if width is None:
+        return FileResponse(path, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
+    with Image.open(path) as img:
+        img.thumbnail((width, width * 4))
+        buf = io.BytesIO()
+        img.convert("RGB").save(buf, format="JPEG", quality=80)
+    return Response(buf.getvalue(), media_type="image/jpeg", headers={"Cache-Control": "max-age=86400"})
+
+

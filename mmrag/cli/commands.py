@@ -1,0 +1,133 @@
+"""Core CLI commands: serve, ingest, search, corpora."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mmrag.cli.remote import Backend, open_backend
+from mmrag.config import load_settings
+from mmrag.errors import MMRAGError
+
+console = Console(stderr=True)
+
+
+def fail(exc: MMRAGError) -> None:
+    console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+    raise typer.Exit(2)
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Interface (MMRAG_API__HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (MMRAG_API__PORT)")] = None,
+) -> None:
+    """Run the REST API on the embedded defaults (no external servers; data in one folder)."""
+    import os
+
+    import uvicorn
+
+    from api.app import create_app
+
+    settings = load_settings()
+    if host:
+        settings.api.host = host
+    if port is not None:
+        settings.api.port = port
+    logging_level = settings.log_level.lower()
+    os.environ["MMRAG_SERVER_URL"] = f"http://{settings.api.host}:{settings.api.port}"
+    console.print(f"mmrag: data folder {settings.data_dir}; http://{settings.api.host}:{settings.api.port}/docs")
+    try:
+        uvicorn.run(create_app(settings), host=settings.api.host, port=settings.api.port, log_level=logging_level)
+    except MMRAGError as exc:
+        fail(exc)
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            console.print(f"[red]error[/red]: no such file or folder: {p}")
+            raise typer.Exit(2)
+    return out
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (PDF, PNG, JPEG, WebP, TIFF, BMP, GIF)")],
+    corpus: Annotated[str, typer.Option("--corpus", "-c", help="Corpus name (created if missing)")],
+    metadata: Annotated[str | None, typer.Option(help="JSON object stored with every file")] = None,
+) -> None:
+    """Index files into a corpus, with a progress bar. Bad files are reported; the rest go on."""
+    meta: dict[str, Any] = json.loads(metadata) if metadata else {}
+    files = _files(paths)
+    failed = 0
+    try:
+        with open_backend() as backend:
+            backend.ensure_corpus(corpus)
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=console) as progress:
+                task = progress.add_task("indexing", total=len(files))
+                for f in files:
+                    progress.update(task, description=f"indexing {f.name[:40]}")
+                    try:
+                        status, pages = backend.ingest(corpus, f, meta)
+                        progress.console.print(f"  {f.name}: {status} ({pages} pages)")
+                    except MMRAGError as exc:
+                        failed += 1
+                        progress.console.print(f"  [red]{f.name}: {exc.code}: {exc.message}[/red]")
+                    progress.advance(task)
+    except MMRAGError as exc:
+        fail(exc)
+    console.print(f"{len(files) - failed} indexed, {failed} failed")
+    if failed:
+        raise typer.Exit(1)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="Text query")],
+    corpus: Annotated[str, typer.Option("--corpus", "-c")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k")] = 10,
+    space: Annotated[list[str] | None, typer.Option("--space", help="Restrict to spaces (repeat)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list")] = False,
+) -> None:
+    """Search a corpus; prints a table, or JSON with --json."""
+    try:
+        with open_backend() as backend:
+            results = backend.search(corpus, query, top_k, space or None)
+    except MMRAGError as exc:
+        fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+        return
+    table = Table("#", "score", "document", "page", "snippet")
+    for i, r in enumerate(results, 1):
+        table.add_row(str(i), f"{r['score']:.4f}", r["document"], str(r["page"]), r["snippet"][:90])
+    Console().print(table)
+
+
+def corpora() -> None:
+    """List corpora."""
+    try:
+        with open_backend() as backend:
+            rows = backend.corpora()
+    except MMRAGError as exc:
+        fail(exc)
+        return
+    table = Table("corpus", "documents", "pages", "spaces")
+    for r in rows:
+        table.add_row(r["name"], str(r["documents"]), str(r["pages"]), ", ".join(r["config"]["spaces"]))
+    Console().print(table)
+
+
+__all__ = ["Backend", "corpora", "ingest", "search", "serve"]

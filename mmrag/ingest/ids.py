@@ -1,0 +1,25 @@
+"""Content-derived identifiers: the same bytes always get the same ids."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def document_id(data: bytes) -> str:
+    """32 hex chars of the sha256 of the file's bytes."""
+    return sha256_hex(data)[:32]
+
+
+def page_id(doc_id: str, number: int) -> str:
+    """32 hex chars naming page ``number`` (1-based) of a document."""
+    return sha256_hex(f"{doc_id}:{number}".encode())[:32]
+
+
+def point_id(page: str) -> str:
+    """The Qdrant point id (a UUID string) of a page id."""
+    return str(uuid.UUID(hex=page[:32]))

@@ -1,0 +1,93 @@
+"""PDF pages with PyMuPDF: render at a DPI under a pixel cap, text layer with word boxes."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image
+
+from mmrag.config import IngestConfig
+from mmrag.errors import CorruptDocument, TooLarge
+from mmrag.types import Word
+
+
+@dataclass(slots=True)
+class RenderedPage:
+    number: int  # 1-based
+    image: Image.Image  # RGB render of the page as displayed (rotation applied)
+    words: list[Word]  # text layer, boxes normalised to the rendered image
+    timings: dict[str, float]
+
+
+def open_pdf(data: bytes, config: IngestConfig) -> pymupdf.Document:
+    """Open and validate: not encrypted, has pages, not over the page limit."""
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:
+        raise CorruptDocument(f"PDF cannot be opened ({exc}); upload a valid, unencrypted PDF") from exc
+    if getattr(doc, "is_repaired", False) and b"%%EOF" not in data[-4096:]:
+        doc.close()
+        raise CorruptDocument("PDF is truncated (no end-of-file marker; the cross-reference table had to be "
+                              "rebuilt); upload the complete file", detail={"reason": "truncated"})
+    if doc.needs_pass or doc.is_encrypted:
+        doc.close()
+        raise CorruptDocument("PDF is encrypted (password protected); upload an unencrypted copy",
+                              detail={"reason": "encrypted"})
+    if doc.page_count == 0:
+        doc.close()
+        raise CorruptDocument("PDF has no pages (corrupt or truncated file)")
+    if doc.page_count > config.max_pages:
+        n = doc.page_count
+        doc.close()
+        raise TooLarge(f"PDF has {n} pages; the limit is {config.max_pages} (MMRAG_INGEST__MAX_PAGES)")
+    return doc
+
+
+def render_zoom(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> float:
+    """Zoom factor for ``dpi``, lowered so the render stays within ``max_pixels``."""
+    zoom = dpi / 72.0
+    pixels = width_pt * zoom * height_pt * zoom
+    if pixels > max_pixels:
+        zoom *= math.sqrt(max_pixels / pixels) * 0.995  # pixmaps round sizes up
+    return zoom
+
+
+def page_words(page: pymupdf.Page) -> list[Word]:
+    """Words of the text layer with boxes normalised to the page as displayed."""
+    rect = page.rect  # displayed (rotated) size
+    matrix = page.rotation_matrix
+    words = []
+    for x0, y0, x1, y1, text, *_ in page.get_text("words", sort=True):
+        r = pymupdf.Rect(x0, y0, x1, y1) * matrix
+        box = (r.x0 / rect.width, r.y0 / rect.height, r.x1 / rect.width, r.y1 / rect.height)
+        words.append(Word(text=text, bbox=tuple(min(max(v, 0.0), 1.0) for v in box)))  # type: ignore[arg-type]
+    return words
+
+
+def render_pages(doc: pymupdf.Document, config: IngestConfig) -> Iterator[RenderedPage]:
+    """Render every page; a page that cannot be rendered makes the document corrupt."""
+    for index in range(doc.page_count):
+        t0 = time.perf_counter()
+        try:
+            page = doc.load_page(index)
+            words = page_words(page)
+            t1 = time.perf_counter()
+            zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
+            image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        except Exception as exc:
+            raise CorruptDocument(f"page {index + 1} of the PDF cannot be rendered ({exc})") from exc
+        t2 = time.perf_counter()
+        yield RenderedPage(index + 1, image, words, {"text_layer": t1 - t0, "render": t2 - t1})
+
+
+def render_for_ocr(doc: pymupdf.Document, number: int, config: IngestConfig) -> Image.Image:
+    """A higher-resolution render of one page for Tesseract (still under the pixel cap)."""
+    page = doc.load_page(number - 1)
+    zoom = render_zoom(page.rect.width, page.rect.height, config.ocr_dpi, config.max_page_pixels)
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)

@@ -1,0 +1,221 @@
+"""The composition root: settings in, the wired stages out.
+
+Shells (API, CLI, workers) call :func:`build_pipeline` at start-up, never at import.
+Lifecycle: build once per process, use from many threads, ``close`` at exit (flushes the
+store, releases the data-folder lock).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from mmrag.catalog import Catalog, check_corpus_name
+from mmrag.config import CorpusConfig, Settings
+from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder
+from mmrag.errors import Conflict, MMRAGError, NotFound, Unavailable
+from mmrag.indexing import Indexer, IngestOutcome
+from mmrag.retrieve import Retriever
+from mmrag.spaces import Bm25Space, Space, TextDenseSpace
+from mmrag.store import CollectionSpec, VectorStore, open_store
+from mmrag.types import SPACES, DocumentInfo, SearchRequest, SearchResult
+
+log = logging.getLogger(__name__)
+
+
+def resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+class DataDirLock:
+    """An exclusive lock on the data folder: the embedded store has one owner process."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir / "owner.lock"
+        self._file: IO[str] | None = open(self.path, "a+")  # noqa: SIM115
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            self._file.seek(0)
+            owner = self._file.read().strip() or "another process"
+            self._file.close()
+            self._file = None
+            raise Conflict(f"data folder {data_dir} is in use by {owner}; stop it, or use its REST API "
+                           "(the CLI does so automatically while `mmrag serve` runs)") from exc
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(f"pid {os.getpid()}")
+        self._file.flush()
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+
+@dataclass
+class Pipeline:
+    settings: Settings
+    catalog: Catalog
+    store: VectorStore
+    embedders: dict[str, Embedder]  # space name -> embedder
+    spaces: dict[str, Space]
+    indexer: Indexer
+    retriever: Retriever
+    unavailable: dict[str, str] = field(default_factory=dict)  # space -> why it is off
+    lock: DataDirLock | None = None
+
+    # corpora -----------------------------------------------------------------
+    def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
+        return CollectionSpec(spaces=tuple(s for name in config.spaces for s in self.spaces[name].specs()))
+
+    def create_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
+        """Create a corpus with the requested spaces that are available here."""
+        check_corpus_name(name)
+        config = (config or CorpusConfig()).model_copy()
+        unknown = [s for s in config.spaces if s not in SPACES]
+        if unknown:
+            from mmrag.errors import InvalidInput
+
+            raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(SPACES)}")
+        dropped = [s for s in config.spaces if s not in self.spaces]
+        if dropped:
+            log.warning("corpus %s: spaces %s are not available here (%s)", name, dropped,
+                        "; ".join(f"{s}: {self.unavailable.get(s, 'not configured')}" for s in dropped))
+        config.spaces = [s for s in config.spaces if s in self.spaces]
+        if not config.spaces:
+            raise Unavailable(f"none of the requested spaces is available: {self.unavailable}")
+        for space, embedder in self.embedders.items():
+            setattr(config, f"{space}_model", embedder.spec)
+        if self.catalog.has_corpus(name):
+            raise Conflict(f"corpus {name!r} already exists")
+        self.store.create_collection(name, self.collection_spec(config))
+        self.catalog.create_corpus(name, config)
+        return config
+
+    def ensure_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
+        if self.catalog.has_corpus(name):
+            return self.catalog.corpus_config(name)
+        try:
+            return self.create_corpus(name, config)
+        except Conflict:
+            return self.catalog.corpus_config(name)
+
+    def delete_corpus(self, name: str) -> None:
+        self.catalog.corpus_config(name)
+        self.store.delete_collection(name)
+        self.catalog.delete_corpus(name)
+
+    # documents -----------------------------------------------------------------
+    def ingest_bytes(self, corpus: str, data: bytes, filename: str,
+                     metadata: dict[str, Any] | None = None) -> IngestOutcome:
+        return self.indexer.ingest(corpus, data, filename, metadata)
+
+    def ingest_path(self, corpus: str, path: str | Path, metadata: dict[str, Any] | None = None) -> DocumentInfo:
+        p = Path(path)
+        if not p.is_file():
+            raise NotFound(f"no such file: {p}")
+        return self.ingest_bytes(corpus, p.read_bytes(), p.name, metadata).document
+
+    def delete_document(self, corpus: str, doc_id: str) -> None:
+        self.indexer.delete_document(corpus, doc_id)
+
+    # search ------------------------------------------------------------------
+    def search(self, corpus: str, request: SearchRequest) -> SearchResult:
+        return self.retriever.search(corpus, request)
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "spaces": {name: {"model": getattr(self.embedders.get(name), "spec", None)} for name in self.spaces},
+            "unavailable": dict(self.unavailable),
+            "store": "qdrant-server" if self.settings.store.url else f"embedded-{self.settings.store.engine}",
+        }
+
+    def close(self) -> None:
+        self.store.close()
+        self.catalog.close()
+        if self.lock is not None:
+            self.lock.release()
+
+
+def _load_optional(space: str, spec: str | None, options: EmbedderOptions,
+                   unavailable: dict[str, str]) -> Embedder | None:
+    if not spec:
+        unavailable[space] = "disabled in configuration"
+        return None
+    try:
+        return load_embedder(spec, options)
+    except (MMRAGError, OSError, ValueError, RuntimeError) as exc:
+        unavailable[space] = f"{spec}: {exc}"
+        log.warning("space %r is OFF: cannot load %s (%s); running without it", space, spec, exc)
+        return None
+
+
+def build_embedders(settings: Settings) -> tuple[dict[str, Embedder], dict[str, str]]:
+    """The text embedder must load; visual ones are optional (their spaces turn off with a reason)."""
+    options = EmbedderOptions(device=resolve_device(settings.embed.device))
+    unavailable: dict[str, str] = {}
+    if settings.embed.service_url:
+        from mmrag.embed.client import RemoteEmbedder  # type: ignore[import-not-found,unused-ignore]
+
+        url = settings.embed.service_url
+
+        def remote(spec: str) -> Embedder:
+            return RemoteEmbedder(url, spec, timeout_s=settings.embed.timeout_s)
+
+        loader: Any = lambda space, spec: remote(spec) if spec else None  # noqa: E731
+    else:
+        loader = lambda space, spec: _load_optional(space, spec, options, unavailable)  # noqa: E731
+    embedders: dict[str, Embedder] = {}
+    text = load_embedder(settings.embed.text_model, options) if not settings.embed.service_url \
+        else loader("text", settings.embed.text_model)
+    embedders["text"] = text
+    for space, spec in (("clip", settings.embed.clip_model), ("colpali", settings.embed.colpali_model)):
+        embedder = loader(space, spec)
+        if embedder is not None:
+            embedders[space] = embedder
+    return embedders, unavailable
+
+
+def build_spaces(embedders: dict[str, Embedder]) -> dict[str, Space]:
+    spaces: dict[str, Space] = {"text": TextDenseSpace(embedders["text"]), "bm25": Bm25Space()}
+    try:
+        from mmrag.spaces.visual import visual_spaces  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return spaces
+    spaces.update(visual_spaces(embedders))
+    return spaces
+
+
+def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None = None,
+                   lock: bool = True) -> Pipeline:
+    """Wire the stages. ``embedders`` may be injected (tests); otherwise they load from settings."""
+    data_dir = settings.data_dir
+    owner = DataDirLock(data_dir) if lock and not settings.store.url else None
+    try:
+        unavailable: dict[str, str] = {}
+        if embedders is None:
+            embedders, unavailable = build_embedders(settings)
+        spaces = build_spaces(embedders)
+        catalog = Catalog(data_dir)
+        store = open_store(settings.store, data_dir)
+    except BaseException:
+        if owner is not None:
+            owner.release()
+        raise
+    indexer = Indexer(catalog, store, spaces, settings.ingest)
+    retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
+    return Pipeline(settings, catalog, store, embedders, spaces, indexer, retriever, unavailable, owner)

@@ -1,0 +1,55 @@
+"""The space seam: each space names the vectors it stores, embeds pages, and turns a query
+into prefetch stages. The retriever fuses the stages of all spaces a request uses."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+from mmrag.store.base import FilterSpec, QueryNode, SpaceSpec, VectorValue
+from mmrag.types import Chunk, Page
+
+
+@dataclass(slots=True)
+class PageInput:
+    """What a space may embed of one page."""
+
+    page: Page
+    chunks: list[Chunk]
+    image: Image.Image | None = None  # decoded render (visual spaces)
+
+
+@dataclass(slots=True)
+class QueryInput:
+    """A query as the spaces see it (embeddings are computed once per space and cached here)."""
+
+    text: str = ""
+    image: Image.Image | None = None
+    cache: dict[str, VectorValue] = field(default_factory=dict)
+
+
+class Space(abc.ABC):
+    """Lifecycle: built by the composition root from loaded embedders; stateless afterwards."""
+
+    name: str  # one of mmrag.types.SPACES
+    takes_text_query: bool = True
+    takes_image_query: bool = False
+    needs_image: bool = False  # page_vectors wants decoded page images
+
+    @abc.abstractmethod
+    def specs(self) -> list[SpaceSpec]:
+        """Named vectors this space stores."""
+
+    @abc.abstractmethod
+    def page_vectors(self, pages: list[PageInput]) -> list[dict[str, VectorValue]]:
+        """Vectors of each page (an empty dict when the page has nothing for this space)."""
+
+    @abc.abstractmethod
+    def prefetch(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
+        """A stage producing ``limit`` candidates, or None when the query has nothing for this space."""
+
+    def rerank(self, query: QueryInput) -> tuple[str, VectorValue] | None:
+        """(vector name, query vector) for a final rerank of fused candidates; None if this space does not rerank."""
+        return None

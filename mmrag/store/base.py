@@ -1,0 +1,120 @@
+"""The vector-store seam: collection specs, points, multi-stage queries, one interface.
+
+Queries mirror Qdrant's query API: a :class:`QueryNode` scores with a vector
+(``using`` + ``vector``) or fuses its ``prefetch`` children (RRF, optional weights),
+and a node with both prefetch and vector *reranks* the children's candidates.
+The same plan runs on the embedded engine and on a server.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+SpaceKind = Literal["dense", "multivector", "sparse"]
+Quantization = Literal["none", "binary", "scalar"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceSpec:
+    """One named vector of a collection."""
+
+    name: str
+    kind: SpaceKind
+    dim: int = 0  # 0 for sparse
+    index: bool = True  # False: no HNSW (full multi-vectors scored only in rerank)
+    quantization: Quantization = "none"
+    idf: bool = False  # sparse only: let the engine apply IDF (BM25)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionSpec:
+    spaces: tuple[SpaceSpec, ...]
+    keyword_indexes: tuple[str, ...] = ("document_id", "kind", "page_id")
+    integer_indexes: tuple[str, ...] = ("page",)
+
+    def space(self, name: str) -> SpaceSpec | None:
+        return next((s for s in self.spaces if s.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVec:
+    indices: list[int]
+    values: list[float]
+
+
+VectorValue = np.ndarray | SparseVec  # (dim,) dense, (n, dim) multi-vector, or sparse
+
+
+@dataclass(slots=True)
+class PointRecord:
+    id: str  # UUID string
+    vectors: dict[str, VectorValue]
+    payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class FilterSpec:
+    """All conditions must hold. ``match`` values that are lists mean 'any of'."""
+
+    match: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # key -> (gte, lte)
+
+    def empty(self) -> bool:
+        return not self.match and not self.ranges
+
+
+@dataclass(slots=True)
+class QueryNode:
+    limit: int
+    using: str | None = None  # named vector to score with
+    vector: VectorValue | None = None
+    prefetch: list[QueryNode] = field(default_factory=list)
+    fusion: Literal["rrf"] | None = None  # fuse prefetch results
+    rrf_k: int = 60
+    weights: list[float] | None = None  # one per prefetch (RRF)
+    filter: FilterSpec | None = None
+    rescore: bool = True  # with quantised vectors: rescore with the originals
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+    vectors: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorStore(abc.ABC):
+    """Lifecycle: open once per process (embedded engines lock their folder), ``close`` at exit.
+    Collections are named by corpus; all methods are thread-safe."""
+
+    @abc.abstractmethod
+    def create_collection(self, name: str, spec: CollectionSpec) -> None: ...
+
+    @abc.abstractmethod
+    def delete_collection(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def has_collection(self, name: str) -> bool: ...
+
+    @abc.abstractmethod
+    def upsert(self, name: str, points: list[PointRecord]) -> None: ...
+
+    @abc.abstractmethod
+    def delete(self, name: str, flt: FilterSpec) -> None: ...
+
+    @abc.abstractmethod
+    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]: ...
+
+    @abc.abstractmethod
+    def count(self, name: str, flt: FilterSpec | None = None) -> int: ...
+
+    @abc.abstractmethod
+    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000) -> list[Hit]: ...
+
+    def close(self) -> None:  # noqa: B027  (optional hook)
+        """Flush and release resources."""

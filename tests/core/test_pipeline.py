@@ -1,0 +1,104 @@
+"""The composition root end to end in-process, on the real MiniLM and both store engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmrag.errors import Conflict, InvalidInput, NotFound
+from mmrag.pipeline import build_pipeline
+from mmrag.types import SearchRequest
+from tests.conftest import make_settings
+
+DOCS = ["2305.03393v1-pg9.pdf", "amt_handbook_sample.pdf", "normal_4pages.pdf", "code_and_formula.pdf"]
+
+
+def _load(pipeline, corpus_dir, metadata=None):
+    pipeline.create_corpus("c")
+    for i, name in enumerate(DOCS):
+        pipeline.ingest_path("c", corpus_dir / "pdf" / name, metadata or {"group": "a" if i % 2 else "b"})
+
+
+def test_ingest_is_idempotent_and_delete_removes_points(pipeline, corpus_dir):
+    _load(pipeline, corpus_dir)
+    pages = sum(d.page_count for d in pipeline.catalog.list_documents("c"))
+    assert pipeline.store.count("c") == pages == 1 + 1 + 4 + 2
+    data = (corpus_dir / "pdf" / DOCS[0]).read_bytes()
+    again = pipeline.ingest_bytes("c", data, "copy.pdf")
+    assert not again.created and again.document.filename == DOCS[0]
+    assert pipeline.store.count("c") == pages
+    doc = next(d for d in pipeline.catalog.list_documents("c") if d.filename == "normal_4pages.pdf")
+    pipeline.delete_document("c", doc.id)
+    assert pipeline.store.count("c") == pages - 4
+    assert not pipeline.catalog.page_image_path("c", pipeline.catalog.pages_of("c", doc.id)[0].id).exists() \
+        if pipeline.catalog.pages_of("c", doc.id) else True
+    with pytest.raises(NotFound):
+        pipeline.delete_document("c", doc.id)
+
+
+def test_search_filters_and_explain(pipeline, corpus_dir):
+    _load(pipeline, corpus_dir)
+    r = pipeline.search("c", SearchRequest(query="table structure recognition tokenization", top_k=3, explain=True))
+    top = r.evidence[0]
+    assert top.filename == "2305.03393v1-pg9.pdf" and top.page == 1
+    assert set(top.ranks) == {"text", "bm25"} and top.snippet and len(top.boxes) == len(top.snippet.split())
+    docs = {d.filename: d.id for d in pipeline.catalog.list_documents("c")}
+    only = pipeline.search("c", SearchRequest(query="table structure", top_k=10,
+                                              document_ids=[docs["normal_4pages.pdf"]]))
+    assert only.evidence and {e.filename for e in only.evidence} == {"normal_4pages.pdf"}
+    meta = pipeline.search("c", SearchRequest(query="table", top_k=10, metadata={"group": "a"}))
+    assert {e.filename for e in meta.evidence} <= {DOCS[1], DOCS[3]}
+    bm25 = pipeline.search("c", SearchRequest(query="aircraft nut bolt", top_k=2, spaces=["bm25"], explain=True))
+    assert bm25.evidence[0].filename == "amt_handbook_sample.pdf" and set(bm25.evidence[0].ranks) == {"bm25"}
+
+
+@pytest.mark.parametrize("request_,match", [
+    (SearchRequest(query="   "), "empty query"),
+    (SearchRequest(query="x", top_k=0), "top_k"),
+    (SearchRequest(query="x", top_k=10_000), "top_k"),
+    (SearchRequest(query="x", spaces=["colpali"]), "not available"),
+    (SearchRequest(query="x", spaces=["bm25"], weights={"text": 2.0}), "weight"),
+    (SearchRequest(query="x" * 5000), "limit"),
+    (SearchRequest(query="", image=b"not an image"), "cannot be decoded"),
+])
+def test_bad_search_requests(pipeline, request_, match):
+    pipeline.create_corpus("c")
+    with pytest.raises(InvalidInput, match=match):
+        pipeline.search("c", request_)
+
+
+def test_unknown_corpus_and_conflicts(pipeline):
+    with pytest.raises(NotFound, match="unknown corpus"):
+        pipeline.search("nope", SearchRequest(query="x"))
+    pipeline.create_corpus("c")
+    with pytest.raises(Conflict):
+        pipeline.create_corpus("c")
+    with pytest.raises(InvalidInput, match="not allowed"):
+        pipeline.create_corpus("Bad Name!")
+
+
+def test_data_folder_has_one_owner(settings, minilm):
+    first = build_pipeline(settings, embedders={"text": minilm})
+    try:
+        with pytest.raises(Conflict, match="in use"):
+            build_pipeline(settings, embedders={"text": minilm})
+    finally:
+        first.close()
+    build_pipeline(settings, embedders={"text": minilm}).close()
+
+
+def test_engines_give_the_same_results(tmp_path, minilm, corpus_dir):
+    """Pipeline-level congruence: the embedded edge engine and qdrant-client's code path."""
+    results = []
+    for engine in ("edge", "local"):
+        p = build_pipeline(make_settings(tmp_path / engine, engine=engine), embedders={"text": minilm})
+        try:
+            _load(p, corpus_dir)
+            for q in ("locking nut", "evolution of the word processor", "python code formula"):
+                r = p.search("c", SearchRequest(query=q, top_k=5))
+                results.append((engine, q, [(e.filename, e.page) for e in r.evidence],
+                                [round(e.score, 4) for e in r.evidence]))
+        finally:
+            p.close()
+    half = len(results) // 2
+    for a, b in zip(results[:half], results[half:], strict=True):
+        assert a[1:] == b[1:]

@@ -1,0 +1,168 @@
+"""The same operations on both engines that run here (qdrant-edge and qdrant-client local mode),
+compared with each other and with a numpy oracle (congruence tests, as in qdrant-client)."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from mmrag.errors import NotFound
+from mmrag.store import CollectionSpec, FilterSpec, PointRecord, QueryNode, SpaceSpec, SparseVec
+from mmrag.store.client import QdrantClientStore
+from mmrag.store.edge import EdgeStore
+
+N, DIM, MV = 60, 16, 8
+SPEC = CollectionSpec(spaces=(
+    SpaceSpec("dense", "dense", DIM),
+    SpaceSpec("mv", "multivector", MV, index=False),
+    SpaceSpec("bm25", "sparse", idf=True),
+))
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    return a / np.linalg.norm(a, axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    points = []
+    for i in range(N):
+        terms = sorted(set(rng.integers(0, 40, size=6).tolist()))
+        points.append(PointRecord(
+            id=str(uuid.UUID(int=i + 1)),
+            vectors={"dense": _unit(rng.standard_normal(DIM)).astype(np.float32),
+                     "mv": _unit(rng.standard_normal((int(rng.integers(3, 9)), MV))).astype(np.float32),
+                     "bm25": SparseVec(terms, [float(rng.uniform(0.5, 3.0)) for _ in terms])},
+            payload={"document_id": f"d{i % 5}", "page": i, "kind": "page" if i % 3 else "image",
+                     "page_id": f"p{i}"},
+        ))
+    return points
+
+
+def _stores(tmp_path):
+    return {"edge": EdgeStore(tmp_path / "edge"), "client": QdrantClientStore(path=":memory:")}
+
+
+@pytest.fixture()
+def stores(tmp_path, data):
+    s = _stores(tmp_path)
+    for store in s.values():
+        store.create_collection("c", SPEC)
+        store.upsert("c", data)
+    yield s
+    for store in s.values():
+        store.close()
+
+
+def _ids(hits):
+    return [h.id for h in hits]
+
+
+def assert_same_ranking(a, b):
+    """Equal scores position by position; equal id sets within each group of tied scores
+    (engines order ties differently), except the last group, which the limit may cut."""
+    assert [h.score for h in a] == pytest.approx([h.score for h in b], rel=1e-4)
+    groups: dict[float, tuple[set, set]] = {}
+    for x, y in zip(a, b, strict=True):
+        key = round(x.score, 5)
+        groups.setdefault(key, (set(), set()))
+        groups[key][0].add(x.id)
+        groups[key][1].add(y.id)
+    for key in list(groups)[:-1]:
+        assert groups[key][0] == groups[key][1]
+
+
+def test_dense_matches_numpy_and_each_other(stores, data):
+    q = _unit(np.random.default_rng(1).standard_normal(DIM)).astype(np.float32)
+    oracle = sorted(data, key=lambda p: -float(p.vectors["dense"] @ q))[:10]
+    for store in stores.values():
+        hits = store.query("c", QueryNode(limit=10, using="dense", vector=q))
+        assert _ids(hits) == [p.id for p in oracle]
+        assert hits[0].score == pytest.approx(float(oracle[0].vectors["dense"] @ q), abs=1e-4)
+
+
+def test_multivector_maxsim_matches_numpy(stores, data):
+    q = _unit(np.random.default_rng(2).standard_normal((3, MV))).astype(np.float32)
+    scores = {p.id: float((q @ p.vectors["mv"].T).max(axis=1).sum()) for p in data}
+    oracle = sorted(scores, key=lambda i: -scores[i])[:10]
+    for store in stores.values():
+        hits = store.query("c", QueryNode(limit=10, using="mv", vector=q))
+        assert _ids(hits) == oracle
+        assert [h.score for h in hits] == pytest.approx([scores[i] for i in oracle], abs=1e-3)
+
+
+def test_sparse_idf_congruent(stores):
+    q = SparseVec([1, 5, 9, 22], [1.0, 1.0, 1.0, 1.0])
+    results = [store.query("c", QueryNode(limit=15, using="bm25", vector=q)) for store in stores.values()]
+    assert _ids(results[0]) == _ids(results[1]) and results[0]
+    assert [h.score for h in results[0]] == pytest.approx([h.score for h in results[1]], rel=1e-3)
+
+
+def test_filters_congruent(stores, data):
+    q = _unit(np.random.default_rng(3).standard_normal(DIM)).astype(np.float32)
+    flt = FilterSpec(match={"document_id": ["d1", "d3"], "kind": "page"}, ranges={"page": (10, 50)})
+    expected = {p.id for p in data if p.payload["document_id"] in ("d1", "d3") and p.payload["kind"] == "page"
+                and 10 <= p.payload["page"] <= 50}
+    for store in stores.values():
+        hits = store.query("c", QueryNode(limit=100, using="dense", vector=q, filter=flt))
+        assert set(_ids(hits)) == expected
+        assert store.count("c", flt) == len(expected)
+
+
+def test_rrf_fusion_and_rerank_congruent(stores):
+    rng = np.random.default_rng(4)
+    qd = _unit(rng.standard_normal(DIM)).astype(np.float32)
+    qm = _unit(rng.standard_normal((2, MV))).astype(np.float32)
+    qs = SparseVec([2, 3, 4, 30], [1.0, 0.7, 1.3, 0.9])
+
+    def plan(weights):
+        fused = QueryNode(limit=20, fusion="rrf", rrf_k=60, weights=weights, prefetch=[
+            QueryNode(limit=30, using="dense", vector=qd), QueryNode(limit=30, using="bm25", vector=qs)])
+        return fused, QueryNode(limit=5, using="mv", vector=qm, prefetch=[fused])
+
+    for weights in (None, [3.0, 1.0]):
+        fused, rerank = plan(weights)
+        fused_hits = [s.query("c", fused) for s in stores.values()]
+        assert_same_ranking(*fused_hits)
+        reranked = [s.query("c", rerank) for s in stores.values()]
+        assert_same_ranking(*reranked)
+        assert set(_ids(reranked[0])) <= set(_ids(fused_hits[0]))
+        assert [h.score for h in reranked[0]] == sorted((h.score for h in reranked[0]), reverse=True)
+    unweighted, weighted = (stores["edge"].query("c", plan(w)[0]) for w in (None, [3.0, 1.0]))
+    assert [h.score for h in unweighted] != pytest.approx([h.score for h in weighted])  # weights matter
+
+
+def test_delete_by_filter_and_vectors_returned(stores):
+    for store in stores.values():
+        before = store.count("c")
+        store.delete("c", FilterSpec(match={"document_id": "d2"}))
+        assert store.count("c") == before - N // 5
+        assert store.count("c", FilterSpec(match={"document_id": "d2"})) == 0
+        hits = store.query("c", QueryNode(limit=3, using="dense", vector=np.ones(DIM, np.float32) / 4),
+                           with_vectors=["mv"])
+        assert np.asarray(hits[0].vectors["mv"]).shape[1] == MV
+        with pytest.raises(ValueError):
+            store.delete("c", FilterSpec())
+
+
+def test_unknown_collection_is_not_found(stores):
+    for store in stores.values():
+        with pytest.raises(NotFound):
+            store.count("nope")
+
+
+def test_persistence_reopen(tmp_path, data):
+    for make in (lambda: EdgeStore(tmp_path / "e"), lambda: QdrantClientStore(path=str(tmp_path / "l"))):
+        store = make()
+        store.create_collection("c", SPEC)
+        store.upsert("c", data[:20])
+        store.upsert("c", data[:20])  # upsert is idempotent
+        store.close()
+        store = make()
+        assert store.has_collection("c") and store.count("c") == 20
+        store.delete_collection("c")
+        assert not store.has_collection("c")
+        store.close()
