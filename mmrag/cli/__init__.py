@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from mmrag.cli.commands import corpora, ingest, search, serve
+from mmrag.cli.commands import corpora, ingest, serve
+from mmrag.cli.search_cmd import search
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="mmrag: multimodal RAG over PDFs, scans and images.")
