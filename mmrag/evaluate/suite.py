@@ -1,0 +1,344 @@
+"""Evaluation suites: a dataset, a pipeline configuration and metrics, from ``suite.yaml``.
+
+A suite lives in a folder (``eval/suites/<name>/``) holding ``suite.yaml`` (or
+``suite.json``) and the dataset files it names. Two dataset formats:
+
+- ``pdf-qrels``: a folder of documents (PDFs, images) plus ``queries.jsonl``
+  and a qrels TSV whose doc ids are ``filename#page`` (basename, 1-based page).
+- ``beir``: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``,
+  ``qrels/test.tsv``); each corpus record is rendered to a one-document PDF
+  named ``<_id>.pdf`` for ingest, and judged at document level.
+
+Optionally a page-level QA file (``qa.jsonl``: ``id``, ``question``,
+``answers``, ``evidence: [{"document", "page"}]``) drives the answer metrics.
+
+Relative dataset files resolve against the suite folder; a relative
+``corpus`` folder resolves against the repository root (the nearest ancestor
+of the suite holding ``pyproject.toml``), and can be overridden.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from mmrag.errors import InvalidInput
+from mmrag.evaluate.beir import load_beir_corpus
+from mmrag.evaluate.metrics import METRIC_NAMES
+
+DOCUMENT_SUFFIXES = (".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp")
+
+
+class DatasetSpec(BaseModel):
+    """Where the documents, queries and judgments are."""
+
+    format: Literal["pdf-qrels", "beir"] = "pdf-qrels"
+    """``pdf-qrels`` (documents + qrels keyed ``filename#page``) or ``beir``."""
+    corpus: str
+    """Folder of documents (pdf-qrels) or the BEIR folder. Relative: to the repository root."""
+    include: list[str] = Field(default_factory=lambda: ["**/*"])
+    """Glob patterns (relative to ``corpus``) of the documents to ingest (pdf-qrels)."""
+    queries: str = "queries.jsonl"
+    """Queries, one JSON object a line: ``_id`` (or ``id``), ``text`` (or ``query``), optional ``tags``."""
+    qrels: str = "qrels.tsv"
+    """Judgments: ``query-id<TAB>corpus-id<TAB>score`` (header optional) or TREC ``qid 0 doc rel``."""
+    qa: str | None = None
+    """Optional page-level QA file for answer metrics."""
+
+
+class PipelineSpec(BaseModel):
+    """How the pipeline is configured and queried for this suite."""
+
+    spaces: list[str] | None = None
+    """Retrieval spaces (subset of text, bm25, clip, colpali); None: every space the corpus has."""
+    weights: dict[str, float] | None = None
+    """RRF weight per space."""
+    top_k: int = Field(10, ge=1, le=1000)
+    """Results requested per query (should be >= the largest metric cutoff)."""
+    answer_top_k: int = Field(5, ge=1, le=100)
+    """Pages retrieved per QA question."""
+    corpus_name: str | None = None
+    """Corpus the documents are ingested into; default ``eval-<suite name>`` (plus a hash of ``corpus``)."""
+    corpus: dict[str, Any] = Field(default_factory=dict)
+    """CorpusConfig fields for the eval corpus when it is created: spaces, pool_factor,
+    prefetch_quantization, ... (a different config gets a different default corpus name)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of mmrag Settings (models, pooling, visual-token budget, ...), nested like Settings."""
+
+
+class MetricsSpec(BaseModel):
+    """Which metrics at which cutoffs."""
+
+    retrieval: list[str] = Field(default_factory=lambda: list(METRIC_NAMES))
+    """Metric families: ndcg, recall, precision, mrr, map."""
+    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    """Cutoffs."""
+    primary: str = "ndcg@10"
+    """Headline metric of reports and comparison plots."""
+    rank_by: Literal["score", "pipeline"] = "score"
+    """``score``: re-rank returned results by score, ties by doc id descending (trec_eval, reproducible
+    when a pipeline returns equal fused scores in arbitrary order); ``pipeline``: keep the returned order."""
+    answers: bool = True
+    """Evaluate answers when the dataset has a QA file and the target can answer."""
+
+
+class SuiteSpec(BaseModel):
+    """The content of ``suite.yaml``."""
+
+    name: str
+    description: str = ""
+    dataset: DatasetSpec
+    pipeline: PipelineSpec = Field(default_factory=lambda: PipelineSpec.model_validate({}))
+    metrics: MetricsSpec = Field(default_factory=MetricsSpec)
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Named overrides of the fields above (e.g. ``bm25: {pipeline: {spaces: [bm25]}}``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    id: str
+    text: str
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class QAItem:
+    id: str
+    question: str
+    answers: list[str]
+    evidence: list[str]  # doc keys "filename#page"
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Suite:
+    """A loaded suite. Lifecycle: :func:`load_suite`, then :meth:`documents` when running."""
+
+    spec: SuiteSpec
+    path: Path  # the suite folder
+    corpus_dir: Path  # resolved
+    variant: str | None
+    queries: list[Query]
+    qrels: dict[str, dict[str, int]]
+    qa: list[QAItem]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name if not self.variant else f"{self.spec.name}:{self.variant}"
+
+    @property
+    def corpus_name(self) -> str:
+        pipeline = self.spec.pipeline
+        if pipeline.corpus_name:
+            return pipeline.corpus_name
+        name = f"eval-{self.spec.name}".lower()
+        if pipeline.corpus:
+            digest = hashlib.sha256(json.dumps(pipeline.corpus, sort_keys=True).encode()).hexdigest()[:8]
+            name += f"-{digest}"
+        return name
+
+    def documents(self, workdir: Path) -> list[Path]:
+        """The files to ingest (BEIR records are rendered to PDFs under ``workdir``)."""
+        if self.spec.dataset.format == "beir":
+            return load_beir_corpus(self.corpus_dir, workdir)
+        return list_documents(self.corpus_dir, self.spec.dataset.include)
+
+    def doc_key(self, filename: str, page: int) -> str:
+        """The qrels id of a retrieved page."""
+        base = Path(filename).name
+        if self.spec.dataset.format == "beir":
+            return Path(base).stem
+        return f"{base}#{page}"
+
+
+def list_documents(corpus_dir: Path, include: list[str]) -> list[Path]:
+    """Document files under ``corpus_dir`` matching ``include``, sorted, unique."""
+    found = {
+        p
+        for pattern in include
+        for p in corpus_dir.glob(pattern)
+        if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES
+    }
+    return sorted(found)
+
+
+def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read_spec_file(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: a suite file must hold a mapping, got {type(data).__name__}")
+    return data
+
+
+def _suite_file(path: Path) -> Path:
+    if path.is_file():
+        return path
+    for name in ("suite.yaml", "suite.yml", "suite.json"):
+        if (path / name).is_file():
+            return path / name
+    raise InvalidInput(f"no suite at {path}: expected a suite.yaml/suite.json file or a folder holding one")
+
+
+def repo_root(start: Path) -> Path:
+    """Nearest ancestor of ``start`` holding pyproject.toml (else ``start``)."""
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return start
+
+
+def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path | str | None = None) -> Suite:
+    """Load and validate a suite; ``variant`` applies named overrides, ``corpus_dir`` replaces the corpus."""
+    file = _suite_file(Path(path).resolve())
+    raw = _read_spec_file(file)
+    if variant:
+        variants = raw.get("variants") or {}
+        if variant not in variants:
+            raise InvalidInput(f"suite {file} has no variant {variant!r}; allowed: {sorted(variants) or 'none'}")
+        raw = _deep_merge(raw, variants[variant])
+    try:
+        spec = SuiteSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid suite {file}: {exc}") from exc
+    folder = file.parent
+    corpus = Path(corpus_dir) if corpus_dir else Path(spec.dataset.corpus)
+    if not corpus.is_absolute():
+        corpus = (Path.cwd() if corpus_dir else repo_root(folder)) / corpus
+    corpus = corpus.resolve()
+    if not corpus.is_dir():
+        raise InvalidInput(f"suite {spec.name}: corpus folder {corpus} does not exist (override it with corpus_dir)")
+    ds = spec.dataset
+    queries_path = (
+        corpus / "queries.jsonl" if ds.format == "beir" and ds.queries == "queries.jsonl" else folder / ds.queries
+    )
+    qrels_path = corpus / "qrels" / "test.tsv" if ds.format == "beir" and ds.qrels == "qrels.tsv" else folder / ds.qrels
+    suite = Suite(
+        spec=spec,
+        path=folder,
+        corpus_dir=corpus,
+        variant=variant,
+        queries=load_queries(queries_path),
+        qrels=load_qrels(qrels_path),
+        qa=load_qa(folder / ds.qa) if ds.qa else [],
+    )
+    check_suite(suite)
+    return suite
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise InvalidInput(f"missing dataset file {path}")
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{path}:{number}: not JSON: {exc}") from exc
+    return rows
+
+
+def load_queries(path: Path) -> list[Query]:
+    """Queries from JSONL (BEIR ``_id``/``text`` or ``id``/``query``)."""
+    queries = []
+    for row in _read_jsonl(path):
+        qid = str(row.get("_id", row.get("id", "")))
+        text = row.get("text", row.get("query", ""))
+        if not qid or not text:
+            raise InvalidInput(f"{path}: every query needs an id (_id) and a text, got {row}")
+        tags = row.get("tags") or (row.get("metadata") or {}).get("tags") or []
+        queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags]))
+    return queries
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """Qrels from a BEIR TSV (``query-id corpus-id score``) or a TREC qrels file."""
+    if not path.is_file():
+        raise InvalidInput(f"missing qrels file {path}")
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.split("\t") if "\t" in line else line.split()
+        if not parts or not line.strip() or line.startswith("#") or parts[0] == "query-id":
+            continue
+        if len(parts) == 4:
+            parts = [parts[0], parts[2], parts[3]]
+        if len(parts) != 3:
+            raise InvalidInput(f"{path}:{number}: expected 'query-id corpus-id score', got {line!r}")
+        qid, doc, grade = (p.strip() for p in parts)
+        try:
+            qrels.setdefault(qid, {})[doc] = int(grade)
+        except ValueError as exc:
+            raise InvalidInput(f"{path}:{number}: relevance must be an integer, got {grade!r}") from exc
+    return qrels
+
+
+def load_qa(path: Path) -> list[QAItem]:
+    """Page-level QA items; evidence is a list of ``{"document", "page"}`` (or ``"file#page"``)."""
+    items: list[QAItem] = []
+    for row in _read_jsonl(path):
+        evidence = [
+            e if isinstance(e, str) else f"{Path(e['document']).name}#{int(e['page'])}" for e in row.get("evidence", [])
+        ]
+        answers = row.get("answers") or ([row["answer"]] if "answer" in row else [])
+        if not row.get("question") or not answers:
+            raise InvalidInput(f"{path}: every QA item needs a question and answers, got {row}")
+        items.append(
+            QAItem(
+                id=str(row.get("id", len(items) + 1)),
+                question=str(row["question"]),
+                answers=[str(a) for a in answers],
+                evidence=evidence,
+                tags=[str(t) for t in row.get("tags", [])],
+            )
+        )
+    return items
+
+
+def check_suite(suite: Suite) -> None:
+    """Every judged query exists; for pdf-qrels every judged page exists in the corpus."""
+    ids = {q.id for q in suite.queries}
+    if len(ids) != len(suite.queries):
+        raise InvalidInput(f"suite {suite.name}: duplicate query ids")
+    unknown = sorted(set(suite.qrels) - ids)
+    if unknown:
+        raise InvalidInput(f"suite {suite.name}: qrels name unknown queries {unknown[:5]}")
+    if suite.spec.dataset.format != "pdf-qrels":
+        return
+    pages = page_counts(list_documents(suite.corpus_dir, suite.spec.dataset.include))
+    keys = [doc for judged in suite.qrels.values() for doc in judged] + [e for qa in suite.qa for e in qa.evidence]
+    for key in keys:
+        name, _, page = key.rpartition("#")
+        if name not in pages or not page.isdigit() or not 1 <= int(page) <= pages[name]:
+            raise InvalidInput(f"suite {suite.name}: judged page {key!r} is not in the corpus {suite.corpus_dir}")
+
+
+def page_counts(files: list[Path]) -> dict[str, int]:
+    """Basename -> number of pages (1 for images)."""
+    import pymupdf
+
+    counts = {}
+    for file in files:
+        if file.suffix.lower() == ".pdf":
+            with pymupdf.open(file) as doc:
+                counts[file.name] = doc.page_count
+        else:
+            counts[file.name] = 1
+    return counts

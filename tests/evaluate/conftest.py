@@ -1,0 +1,121 @@
+"""Fakes for evaluation tests: a tiny PDF corpus, a suite over it, a keyword-matching pipeline."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import pytest
+
+from mmrag.types import DocumentInfo, Evidence, EvidenceKind, SearchRequest, SearchResult
+
+PAGES = {
+    "alpha.pdf": ["typewriter patented in 1868 by Sholes", "word processor floppy disks Wang"],
+    "beta.pdf": ["self locking nut spring vibration", "elastic stop nut fiber collar", "blank"],
+    "gamma.pdf": ["data breach cost per record 145 dollars"],
+}
+QUERIES = {
+    "q1": ("typewriter patent 1868", {"alpha.pdf#1": 2}),
+    "q2": ("floppy disks word processor", {"alpha.pdf#2": 2, "alpha.pdf#1": 1}),
+    "q3": ("fiber collar stop nut", {"beta.pdf#2": 2, "beta.pdf#1": 1}),
+    "q4": ("breach cost per record", {"gamma.pdf#1": 2}),
+    "q5": ("spring vibration nut", {"beta.pdf#1": 2}),
+}
+
+
+def write_pdf(path: Path, texts: list[str]) -> None:
+    doc = pymupdf.open()
+    for text in texts:
+        doc.new_page().insert_text((72, 72), text)
+    doc.save(path)
+
+
+@pytest.fixture
+def suite_dir(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, texts in PAGES.items():
+        write_pdf(corpus / name, texts)
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t, "tags": ["text"]}) + "\n" for q, (t, _) in QUERIES.items())
+    )
+    rows = [f"{q}\t{doc}\t{g}" for q, (_, rel) in QUERIES.items() for doc, g in rel.items()]
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
+    qa = [
+        {
+            "id": "a1",
+            "question": "When was the typewriter patented?",
+            "answers": ["1868"],
+            "evidence": [{"document": "alpha.pdf", "page": 1}],
+        },
+        {"id": "a2", "question": "Cost per record?", "answers": ["145 dollars"], "evidence": ["gamma.pdf#1"]},
+    ]
+    (folder / "qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in qa))
+    (folder / "suite.yaml").write_text(
+        f"name: tiny\ndataset:\n  corpus: {corpus}\n  qa: qa.jsonl\n"
+        "pipeline:\n  spaces: [bm25]\n  top_k: 5\nmetrics:\n  k: [1, 3, 5]\n  primary: ndcg@3\n"
+        "variants:\n  worse:\n    pipeline: {spaces: [worse]}\n"
+    )
+    return folder
+
+
+class FakePipeline:
+    """Keyword overlap over the text layer; space ``worse`` reverses the ranking."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, list[tuple[str, int, str]]] = {}
+        self.ingested: list[str] = []
+
+    def ensure_corpus(self, name: str) -> None:
+        self.pages.setdefault(name, [])
+
+    def ingest_path(self, corpus: str, path: Path, metadata: dict[str, Any] | None = None) -> DocumentInfo:
+        with pymupdf.open(path) as doc:
+            texts = [page.get_text() for page in doc]
+        self.pages[corpus] += [(path.name, i + 1, t.lower()) for i, t in enumerate(texts)]
+        self.ingested.append(path.name)
+        return DocumentInfo(path.stem, corpus, path.name, "application/pdf", 1, len(texts), {}, time.time())
+
+    def search(self, corpus: str, request: SearchRequest) -> SearchResult:
+        words = request.query.lower().split()
+        scored = [
+            (sum(w in text for w in words) + 1.0 / (1 + number), name, number)
+            for name, number, text in self.pages[corpus]
+        ]
+        scored.sort(reverse=request.spaces != ["worse"])
+        evidence = [
+            Evidence(
+                EvidenceKind.PAGE,
+                corpus,
+                name,
+                name,
+                f"{name}-{number}",
+                number,
+                score,
+                scores={"bm25": score},
+            )
+            for score, name, number in scored[: request.top_k]
+        ]
+        return SearchResult(evidence, {"embed_query": 0.001, "query": 0.002, "total": 0.004})
+
+
+class FakeAnswerer:
+    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
+        if "typewriter" in question:
+            return {
+                "answer": "1868",
+                "mode": "extractive",
+                "timings": {"total": 0.01},
+                "citations": [{"document_id": "alpha", "filename": "alpha.pdf", "page": 1}],
+            }
+        return {
+            "answer": "no idea",
+            "mode": "extractive",
+            "timings": {"total": 0.02},
+            "citations": [{"document_id": "beta", "filename": "beta.pdf", "page": 1}],
+        }
