@@ -4,4 +4,4 @@ Heavy libraries (torch models, open_clip, colpali-engine) are imported inside th
 factories, so importing this module is cheap.
 """
 
-from mmrag.embed import fake, sentence  # noqa: F401
+from mmrag.embed import colpali_backend, fake, hf_colpali_backend, open_clip_backend, sentence  # noqa: F401

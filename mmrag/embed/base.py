@@ -98,5 +98,6 @@ def load_embedder(spec: str, options: EmbedderOptions | None = None) -> Embedder
     prefix, name = parse_spec(spec)
     factory = _REGISTRY.get(prefix)
     if factory is None:
-        raise NotFound(f"unknown embedder backend {prefix!r} in {spec!r}; known: {', '.join(registered_prefixes())}")
+        known = ", ".join(registered_prefixes())
+        raise NotFound(f"unknown embedder backend {prefix!r} in {spec!r}; known: {known}")
     return factory(name, options or EmbedderOptions())

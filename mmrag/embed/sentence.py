@@ -8,7 +8,6 @@ so the default text space works offline; any other id or path loads through
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,8 +43,6 @@ class SentenceEmbedder(Embedder):
 
         self.spec = f"st:{name}"
         path = resolve_sentence_model(name)
-        if os.path.isdir(path):
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             self.model = SentenceTransformer(path, device=options.device)
         except Exception as exc:  # hub unreachable, bad folder, ...

@@ -1,0 +1,33 @@
+"""``mmrag embed-serve``: run the embedding service (its own process, so embedding GPUs scale
+separately from the API). The lead registers :func:`embed_serve` on the typer root."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+DEFAULT_MODELS = ["open_clip:ViT-B-32/laion2b_s34b_b79k", "hf:vidore/colqwen2-v1.0-hf"]
+
+
+def embed_serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8001,
+    model: Annotated[list[str] | None, typer.Option(
+        help=f"Embedder spec to serve; repeat for several (default: {', '.join(DEFAULT_MODELS)}).")] = None,
+    max_batch: Annotated[int, typer.Option(help="Most items in one forward pass.")] = 32,
+    max_wait_ms: Annotated[float, typer.Option(help="Longest an item waits for its batch to fill.")] = 5,
+    queue_size: Annotated[int, typer.Option(help="Most queued items per model before 429.")] = 256,
+    device: Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda:1, ...")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
+) -> None:
+    """Serve embedders over HTTP with dynamic batching; models that cannot load are reported in /health."""
+    import uvicorn
+
+    from api.embed_server import create_embed_app
+    from mmrag.embed.base import EmbedderOptions
+    from mmrag.embed.batching import BatchingConfig
+
+    batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size)
+    app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), batching)
+    uvicorn.run(app, host=host, port=port, log_level="info")
