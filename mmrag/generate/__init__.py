@@ -1,0 +1,51 @@
+"""The VLM engine: visual-token accounting, encoder cache, token-aware admission, backends, answers.
+
+Build with :func:`build_engine` (None when ``backend == "none"``) and wrap in
+:class:`~mmrag.generate.answer.AnswerService`. Imports of torch/transformers happen only when a
+transformers backend is built.
+"""
+
+from __future__ import annotations
+
+from mmrag.generate.admission import AdmissionController
+from mmrag.generate.answer import (
+    AnswerDone,
+    AnswerError,
+    AnswerEvent,
+    AnswerService,
+    Citation,
+    EvidenceSelected,
+    TokenDelta,
+    sse_lines,
+)
+from mmrag.generate.backend import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
+from mmrag.generate.backends import build_backend, build_engine
+from mmrag.generate.config import VLMConfig
+from mmrag.generate.encoder_cache import EncoderCache, EncoderCacheKey
+from mmrag.generate.engine import VLMEngine
+from mmrag.generate.visual_tokens import VisualTokenPlan, tokenizer_for
+
+__all__ = [
+    "AdmissionController",
+    "AnswerDone",
+    "AnswerError",
+    "AnswerEvent",
+    "AnswerService",
+    "Citation",
+    "EncodedImage",
+    "EncoderCache",
+    "EncoderCacheKey",
+    "EvidenceSelected",
+    "GenerationRequest",
+    "ImageInput",
+    "RequestTimings",
+    "TokenDelta",
+    "VLMBackend",
+    "VLMConfig",
+    "VLMEngine",
+    "VisualTokenPlan",
+    "build_backend",
+    "build_engine",
+    "sse_lines",
+    "tokenizer_for",
+]

@@ -1,0 +1,271 @@
+"""Answers: retrieval -> evidence under a visual-token budget -> VLM stream with citations.
+
+Lifecycle: ``AnswerService(search, load_page_image, engine)`` is built once by the composition
+root (``engine`` is None when ``vlm.backend == "none"``). ``answer_stream(...)`` runs retrieval,
+selects evidence and submits to admission *eagerly* (so NotFound / InvalidInput / Overloaded
+raise before any byte is streamed and the shell can map them to 404/422/429), then returns an
+iterator of typed events:
+
+1. :class:`EvidenceSelected` — the pages that go to the model and their visual-token cost;
+2. :class:`TokenDelta` — answer text as it is generated (zero or more);
+3. :class:`AnswerDone` — full text, ``mode`` ("vlm" | "extractive"), citations, timings;
+   or :class:`AnswerError` if the VLM fails after streaming began (e.g. admission timed out).
+
+:func:`sse_lines` formats any event as Server-Sent-Events text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from mmrag.errors import InvalidInput, MMRAGError, Overloaded
+from mmrag.generate.backend import GenerationRequest, ImageInput, RequestTimings, image_input
+from mmrag.generate.backends import build_engine
+from mmrag.generate.config import VLMConfig
+from mmrag.generate.engine import VLMEngine
+from mmrag.generate.visual_tokens import split_budget
+from mmrag.types import Evidence, SearchRequest, SearchResult
+
+SearchFn = Callable[[str, SearchRequest], SearchResult]
+LoadPageImage = Callable[[str, str], bytes]
+
+SYSTEM_PROMPT = (
+    "You answer questions about documents from the page images given. Cite the pages you "
+    "used as [n] with their numbers. If the pages do not contain the answer, say so."
+)
+MIN_TOKENS_PER_PAGE = 64  # below this a rendered page is unreadable; fewer pages are sent instead
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A page an answer rests on."""
+
+    n: int  # 1-based number used in the prompt and in "[n]" markers
+    document_id: str
+    filename: str
+    page: int  # 1-based
+    page_id: str
+    visual_tokens: int = 0  # cost of this page image (0 for text-only evidence)
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSelected:
+    event: Literal["evidence"]
+    pages: list[Citation]  # in prompt order
+    visual_tokens: int  # sum over pages, <= the request's visual-token budget
+    dropped: int  # retrieved pages left out by the budget
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDelta:
+    event: Literal["token"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDone:
+    event: Literal["done"]
+    answer: str
+    mode: Literal["vlm", "extractive"]
+    citations: list[Citation]  # pages cited with [n] (all given pages when none is marked)
+    timings: dict[str, float] = field(default_factory=dict)
+    notice: str = ""  # e.g. why the answer is extractive
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerError:
+    event: Literal["error"]
+    code: str  # MMRAGError.code, e.g. "overloaded"
+    message: str
+    retry_after: float | None = None
+
+
+AnswerEvent = EvidenceSelected | TokenDelta | AnswerDone | AnswerError
+
+
+def sse_lines(event: AnswerEvent) -> str:
+    """``event: <name>\\ndata: <json>\\n\\n`` for one event (data is one JSON line)."""
+    payload = {k: v for k, v in asdict(event).items() if k != "event"}
+    return f"event: {event.event}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+def cited_numbers(answer: str, n_pages: int) -> list[int]:
+    """Page numbers the answer marks as ``[n]`` (also ``[1, 3]``), in first-mention order."""
+    seen: list[int] = []
+    for group in re.findall(r"\[(\d+(?:\s*,\s*\d+)*)\]", answer):
+        for num in (int(x) for x in group.split(",")):
+            if 1 <= num <= n_pages and num not in seen:
+                seen.append(num)
+    return seen
+
+
+def unique_pages(evidence: list[Evidence]) -> list[Evidence]:
+    """Best-ranked evidence item per page (search returns pages and snippets of pages)."""
+    out: dict[str, Evidence] = {}
+    for ev in evidence:
+        out.setdefault(ev.page_id, ev)
+    return list(out.values())
+
+
+def build_prompt(question: str, pages: list[Citation], evidence: list[Evidence]) -> str:
+    """The user text: numbered page list, top text snippets, the question."""
+    lines = ["Pages (images above, in this order):"]
+    lines += [f"[{c.n}] {c.filename}, page {c.page}" for c in pages]
+    snippets = [ev.snippet.strip() for ev in evidence if ev.snippet.strip()][:3]
+    if snippets:
+        lines.append("Text found on the pages:")
+        lines += [f"- {s[:400]}" for s in snippets]
+    lines.append(f"Question: {question}")
+    return "\n".join(lines)
+
+
+def extractive_answer(evidence: list[Evidence], max_snippets: int = 3) -> tuple[str, list[Citation]]:
+    """Top snippets quoted with their page numbers (the answer when no VLM is configured)."""
+    cites: list[Citation] = []
+    parts: list[str] = []
+    for ev in evidence:
+        if not ev.snippet.strip() or len(cites) >= max_snippets:
+            continue
+        c = Citation(len(cites) + 1, ev.document_id, ev.filename, ev.page, ev.page_id)
+        cites.append(c)
+        parts.append(f"[{c.n}] {ev.snippet.strip()}")
+    if not parts:
+        return "No text evidence was found for this question.", []
+    return "\n".join(parts), cites
+
+
+class AnswerService:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        search: SearchFn,
+        load_page_image: LoadPageImage,
+        engine: VLMEngine | None,
+        *,
+        default_visual_token_budget: int = 1280,
+        max_tokens_per_image: int = 1280,
+        default_max_new_tokens: int = 512,
+    ) -> None:
+        self.search = search
+        self.load_page_image = load_page_image
+        self.engine = engine
+        self.default_visual_token_budget = default_visual_token_budget
+        self.max_tokens_per_image = max_tokens_per_image
+        self.default_max_new_tokens = default_max_new_tokens
+
+    @classmethod
+    def from_config(cls, search: SearchFn, load_page_image: LoadPageImage, config: VLMConfig) -> AnswerService:
+        """Build the engine ``config`` names (None for backend "none") and the service on top."""
+
+        return cls(
+            search,
+            load_page_image,
+            build_engine(config),
+            default_visual_token_budget=config.visual_token_budget,
+            max_tokens_per_image=config.max_visual_tokens_per_image,
+            default_max_new_tokens=config.max_new_tokens,
+        )
+
+    def answer_stream(
+        self,
+        corpus: str,
+        question: str,
+        top_k: int = 5,
+        visual_token_budget: int | None = None,
+        max_new_tokens: int | None = None,
+        *,
+        document_ids: list[str] | None = None,
+        temperature: float = 0.0,
+    ) -> Iterator[AnswerEvent]:
+        """Search, select, submit (errors raise here), then return the event iterator."""
+        if not question.strip():
+            raise InvalidInput("question is empty; allowed: a non-empty question")
+        if top_k < 1:
+            raise InvalidInput(f"top_k must be >= 1, got {top_k}")
+        budget = self.default_visual_token_budget if visual_token_budget is None else visual_token_budget
+        if budget < 0:
+            raise InvalidInput(f"visual_token_budget must be >= 0, got {budget}")
+        t0 = time.perf_counter()
+        result = self.search(corpus, SearchRequest(query=question, top_k=top_k, document_ids=document_ids))
+        timings = {f"search_{k}": v for k, v in result.timings.items()}
+        timings["search_s"] = time.perf_counter() - t0
+        evidence = result.evidence
+        if self.engine is None:
+            return self._extractive(evidence, timings)
+        new_tokens = min(max_new_tokens or self.default_max_new_tokens, self.engine.config.max_new_tokens)
+        t1 = time.perf_counter()
+        pages, images, dropped = self._select(corpus, unique_pages(evidence), budget)
+        timings["select_s"] = time.perf_counter() - t1
+        request = GenerationRequest(
+            uuid.uuid4().hex,
+            build_prompt(question, pages, evidence),
+            images,
+            SYSTEM_PROMPT,
+            new_tokens,
+            temperature,
+        )
+        rt = RequestTimings()
+        deltas = self.engine.start(request, rt)  # may raise Overloaded / InvalidInput now
+        selected = EvidenceSelected("evidence", pages, sum(c.visual_tokens for c in pages), dropped)
+        return self._vlm_events(selected, deltas, rt, timings, t0)
+
+    def _select(self, corpus: str, pages: list[Evidence], budget: int) -> tuple[list[Citation], list[ImageInput], int]:
+        """Keep the best-ranked pages that fit ``budget``, each resized to an equal share."""
+        assert self.engine is not None
+        accounting = self.engine.backend.accounting
+        floor = max(MIN_TOKENS_PER_PAGE, accounting.min_tokens)
+        kept, per_page = split_budget(len(pages), budget, self.max_tokens_per_image, floor)
+        cites: list[Citation] = []
+        images: list[ImageInput] = []
+        for ev in pages[:kept]:
+            label = f"{ev.filename} p.{ev.page}"
+            image = image_input(self.load_page_image(corpus, ev.page_id), accounting, per_page, label)
+            images.append(image)
+            cites.append(Citation(len(cites) + 1, ev.document_id, ev.filename, ev.page, ev.page_id, image.plan.tokens))
+        return cites, images, len(pages) - kept
+
+    def _vlm_events(
+        self,
+        selected: EvidenceSelected,
+        deltas: Iterator[str],
+        rt: RequestTimings,
+        timings: dict[str, float],
+        t0: float,
+    ) -> Iterator[AnswerEvent]:
+        yield selected
+        parts: list[str] = []
+        try:
+            for delta in deltas:
+                parts.append(delta)
+                yield TokenDelta("token", delta)
+        except MMRAGError as exc:
+            retry = exc.retry_after if isinstance(exc, Overloaded) else None
+            yield AnswerError("error", exc.code, exc.message, retry)
+            return
+        finally:
+            close = getattr(deltas, "close", None)
+            if close is not None:
+                close()
+        answer = "".join(parts)
+        marked = cited_numbers(answer, len(selected.pages))
+        cites = [selected.pages[n - 1] for n in marked] if marked else list(selected.pages)
+        timings.update(rt.as_dict())
+        timings["answer_total_s"] = time.perf_counter() - t0
+        yield AnswerDone("done", answer, "vlm", cites, timings)
+
+    def _extractive(self, evidence: list[Evidence], timings: dict[str, float]) -> Iterator[AnswerEvent]:
+        answer, cites = extractive_answer(evidence)
+        yield EvidenceSelected("evidence", cites, 0, max(0, len(unique_pages(evidence)) - len(cites)))
+        yield TokenDelta("token", answer)
+        notice = (
+            "No vision-language model is configured (vlm.backend = none): this is an extractive "
+            "answer quoting the top evidence snippets, not a generated one."
+        )
+        yield AnswerDone("done", answer, "extractive", cites, timings, notice)
