@@ -15,10 +15,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
-from api.routes import corpora, documents, search
+from api.routes import corpora, documents, jobs, search
 from api.schemas import HealthOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
+from mmrag.jobs.runner import JobRunner, local_runner
 from mmrag.pipeline import Pipeline, build_pipeline
 
 log = logging.getLogger("mmrag.api")
@@ -35,6 +36,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.pipeline = pipeline or build_pipeline(settings)
         app.state.settings = settings
+        app.state.jobs = start_job_runner(app.state.pipeline)
         marker = server_file(settings)
         url = os.environ.get("MMRAG_SERVER_URL", f"http://{settings.api.host}:{settings.api.port}")
         with open(marker, "w") as fh:
@@ -44,6 +46,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         try:
             yield
         finally:
+            app.state.jobs.stop()
             if os.path.exists(marker):
                 os.unlink(marker)
             if pipeline is None:
@@ -55,6 +58,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app.include_router(corpora.router)
     app.include_router(documents.router)
     app.include_router(search.router)
+    app.include_router(jobs.router)
 
     @app.get("/health", response_model=HealthOut, tags=["health"])
     def health() -> HealthOut:
@@ -63,6 +67,20 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         return HealthOut(status="ok", version=__version__, **info)
 
     return app
+
+
+def start_job_runner(pipeline: Pipeline) -> JobRunner:
+    """The embedded runner (worker threads) by default; with a broker, Celery workers run the stages
+    and this process applies the write queue (it owns the store)."""
+    runner: JobRunner
+    if pipeline.settings.jobs.broker_url:
+        from indexer.owner import CeleryRunner
+
+        runner = CeleryRunner(pipeline)
+    else:
+        runner = local_runner(pipeline)
+    runner.start()
+    return runner
 
 
 def app_from_env() -> FastAPI:

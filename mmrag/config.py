@@ -86,6 +86,8 @@ class RetrieveConfig(BaseModel):
     """Largest top_k a request may ask for."""
     prefetch_limit: int = Field(100, ge=1, le=10_000)
     """Candidates each space contributes before fusion."""
+    max_prefetch_limit: int = Field(1000, ge=1, le=10_000)
+    """Largest per-request prefetch_limit."""
     rrf_k: int = Field(60, ge=1)
     """The k of reciprocal rank fusion."""
     max_query_chars: int = Field(2000, ge=1)
@@ -105,6 +107,29 @@ class ApiConfig(BaseModel):
     """Prefix for URLs in responses (empty: relative URLs)."""
 
 
+class JobsConfig(BaseModel):
+    """Ingestion jobs: page batches, in-process worker threads, and the optional Celery broker."""
+
+    broker_url: str | None = None
+    """Celery broker (e.g. redis://redis:6379/0). None: the embedded runner (worker threads, no broker)."""
+    spool_dir: Path | None = None
+    """Uploaded bytes and stage outputs (a volume shared by API and workers). None: <data_dir>/spool."""
+    batch_pages: int = Field(16, ge=1, le=10_000)
+    """Pages per batch: large documents are split so work spreads and a retry redoes one batch."""
+    cpu_workers: int = Field(1, ge=1, le=64)
+    """Embedded runner: threads that decode, render and OCR."""
+    embed_workers: int = Field(1, ge=1, le=16)
+    """Embedded runner: threads that embed (each calls the embedder or the embedding service)."""
+    max_retries: int = Field(4, ge=0, le=50)
+    """Retries of a stage on a transient error (service unavailable, overloaded, I/O)."""
+    retry_backoff_s: float = Field(1.0, gt=0)
+    """First retry delay; doubles on each retry."""
+    visibility_timeout_s: float = Field(3600.0, gt=0)
+    """Celery/Redis: an unacknowledged task (its worker died) is redelivered after this long."""
+    stall_s: float = Field(300.0, gt=0)
+    """The owner re-sends the pending work of a job that made no progress for this long (lost messages)."""
+
+
 class Settings(BaseSettings):
     """Everything configurable, from MMRAG_* environment variables (and an optional .env)."""
 
@@ -117,6 +142,7 @@ class Settings(BaseSettings):
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
     retrieve: RetrieveConfig = Field(default_factory=RetrieveConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
     log_level: str = "INFO"
     """Python logging level."""
 

@@ -39,6 +39,26 @@ def page_payload(doc: Document, number: int, page_id: str) -> dict[str, Any]:
             "kind": kind, "media_type": doc.media_type, "meta": doc.metadata}
 
 
+def embed_pages(doc: Document, spaces: dict[str, Space], space_names: list[str],
+                config: IngestConfig) -> list[PointRecord]:
+    """Points (one per page of ``doc``, vectors of every requested space); ``doc`` may hold a page batch."""
+    chunks = [chunk_page(p, config.chunk_words, config.chunk_overlap) for p in doc.pages]
+    active = [spaces[n] for n in space_names if n in spaces]
+    images = None
+    if any(s.needs_image for s in active):
+        images = [Image.open(io.BytesIO(p.image_png)).convert("RGB") if p.image_png else None for p in doc.pages]
+    inputs = [PageInput(p, c, images[i] if images else None)
+              for i, (p, c) in enumerate(zip(doc.pages, chunks, strict=True))]
+    vectors: list[dict[str, VectorValue]] = [{} for _ in doc.pages]
+    for space in active:
+        t0 = time.perf_counter()
+        for i, v in enumerate(space.page_vectors(inputs)):
+            vectors[i].update(v)
+        doc.timings[f"embed_{space.name}"] = time.perf_counter() - t0
+    return [PointRecord(id=point_id(p.id), vectors=vectors[i], payload=page_payload(doc, p.number, p.id))
+            for i, p in enumerate(doc.pages)]
+
+
 class Indexer:
     """Lifecycle: built once by the composition root; thread-safe if its store and catalog are."""
 
@@ -50,21 +70,7 @@ class Indexer:
 
     def embed(self, doc: Document, space_names: list[str]) -> list[PointRecord]:
         """Vectors of every page in every requested space, as points."""
-        chunks = [chunk_page(p, self.config.chunk_words, self.config.chunk_overlap) for p in doc.pages]
-        active = [self.spaces[n] for n in space_names if n in self.spaces]
-        images = None
-        if any(s.needs_image for s in active):
-            images = [Image.open(io.BytesIO(p.image_png)).convert("RGB") if p.image_png else None for p in doc.pages]
-        inputs = [PageInput(p, c, images[i] if images else None)
-                  for i, (p, c) in enumerate(zip(doc.pages, chunks, strict=True))]
-        vectors: list[dict[str, VectorValue]] = [{} for _ in doc.pages]
-        for space in active:
-            t0 = time.perf_counter()
-            for i, v in enumerate(space.page_vectors(inputs)):
-                vectors[i].update(v)
-            doc.timings[f"embed_{space.name}"] = time.perf_counter() - t0
-        return [PointRecord(id=point_id(p.id), vectors=vectors[i], payload=page_payload(doc, p.number, p.id))
-                for i, p in enumerate(doc.pages)]
+        return embed_pages(doc, self.spaces, space_names, self.config)
 
     def write(self, corpus: str, doc: Document, points: list[PointRecord]) -> DocumentInfo:
         """Page images, then vectors, then the catalog row (a listed document is complete)."""

@@ -19,6 +19,10 @@ from mmrag.config import CorpusConfig, Settings
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder
 from mmrag.errors import Conflict, MMRAGError, NotFound, Unavailable
 from mmrag.indexing import Indexer, IngestOutcome
+from mmrag.jobs.spool import Spool
+from mmrag.jobs.stages import StageContext
+from mmrag.jobs.state import JobStore
+from mmrag.jobs.writer import JobWriter
 from mmrag.retrieve import Retriever
 from mmrag.spaces import Bm25Space, Space, TextDenseSpace
 from mmrag.store import CollectionSpec, VectorStore, open_store
@@ -77,6 +81,8 @@ class Pipeline:
     retriever: Retriever
     unavailable: dict[str, str] = field(default_factory=dict)  # space -> why it is off
     lock: DataDirLock | None = None
+    jobs: JobStore | None = None  # job state (written only by this process: it owns the store)
+    job_writer: JobWriter | None = None  # applies write/commit work of jobs
 
     # corpora -----------------------------------------------------------------
     def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
@@ -144,9 +150,16 @@ class Pipeline:
             "store": "qdrant-server" if self.settings.store.url else f"embedded-{self.settings.store.engine}",
         }
 
+    def stage_context(self) -> StageContext:
+        """What the in-process job runner needs to run the worker stages (parse, embed) here."""
+        assert self.job_writer is not None
+        return StageContext(self.settings.ingest, self.job_writer.spool, self.settings.jobs.batch_pages, self.spaces)
+
     def close(self) -> None:
         self.store.close()
         self.catalog.close()
+        if self.jobs is not None:
+            self.jobs.close()
         if self.lock is not None:
             self.lock.release()
 
@@ -218,4 +231,11 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
         raise
     indexer = Indexer(catalog, store, spaces, settings.ingest)
     retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
-    return Pipeline(settings, catalog, store, embedders, spaces, indexer, retriever, unavailable, owner)
+    jobs = JobStore(data_dir)
+    writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)))
+    return Pipeline(settings, catalog, store, embedders, spaces, indexer, retriever, unavailable, owner, jobs, writer)
+
+
+def spool_dir(settings: Settings) -> Path:
+    """Where uploads and stage outputs are spooled (a volume shared with workers when distributed)."""
+    return settings.jobs.spool_dir or settings.data_dir / "spool"

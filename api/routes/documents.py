@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from typing import Annotated, Any
@@ -9,16 +10,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile, status
 from fastapi.responses import FileResponse, JSONResponse, Response
 from PIL import Image
+from starlette.concurrency import run_in_threadpool
 
 from api.deps import PipelineDep
-from api.errors import responses, status_of
-from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut, UploadOut
+from api.errors import STATUS, responses, status_of
+from api.job_schemas import JobOut, JobUploadOut, job_out
+from api.routes.jobs import RunnerDep, base_url
+from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut
 from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge
+from mmrag.jobs.model import FileState, JobStatus
+from mmrag.jobs.writer import Upload, check_upload
 from mmrag.pipeline import Pipeline
 from mmrag.types import DocumentInfo
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
 CHUNK = 1024 * 1024
+STATUS_BY_CODE = {cls.code: code for cls, code in STATUS}
 
 
 def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
@@ -56,43 +63,64 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
     return value
 
 
-@router.post("/documents", status_code=status.HTTP_201_CREATED, response_model=UploadOut,
-             responses=responses(400, 404, 413, 415, 422))
+@router.post("/documents", status_code=status.HTTP_202_ACCEPTED, response_model=JobUploadOut,
+             responses={**responses(400, 404, 413, 415, 422), 201: {"model": JobUploadOut}})
 async def upload_documents(
-    corpus: str, pipeline: PipelineDep,
+    corpus: str, pipeline: PipelineDep, runner: RunnerDep, request: Request,
     files: Annotated[list[UploadFile], File(description="PDFs or images (PNG, JPEG, WebP, TIFF, BMP, GIF)")],
     metadata: Annotated[str | None, Form(description="JSON object stored with every file")] = None,
+    wait: Annotated[bool, Query(description="Answer when the job has finished, with its documents")] = False,
 ) -> Response:
-    """Index files. Each file succeeds or fails on its own; if every file fails, the status is the
-    first failure's. Re-uploading the same bytes is a no-op (status ``exists``)."""
-    from starlette.concurrency import run_in_threadpool
-
+    """Start a job indexing the files (202, with the job; follow ``/jobs/{id}`` or its events).
+    Files that are empty, too large or not a supported type are rejected here (listed in ``errors``;
+    if every file is, the status is the first one's). Corrupt or encrypted files are found while
+    parsing and reported per file in the job; the other files go on. Re-uploading the same bytes is
+    a no-op (file state ``exists``). ``wait=true`` answers when the job has finished: 201 if a
+    document was created, 200 if all existed, else the first failure's status."""
     pipeline.catalog.corpus_config(corpus)
     limit = pipeline.settings.api.max_files_per_upload
     if len(files) > limit:
         raise InvalidInput(f"{len(files)} files in one upload; the limit is {limit}")
     meta = parse_metadata(metadata)
-    docs: list[DocumentOut] = []
+    accepted: list[Upload] = []
     errors: list[tuple[FileError, int]] = []
     for upload in files:
         name = upload.filename or "upload"
         try:
             data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
-            outcome = await run_in_threadpool(_ingest, pipeline, corpus, data, name, meta)
-            docs.append(document_out(outcome.document, "created" if outcome.created else "exists", outcome.timings))
+            check_upload(data, name, pipeline.settings.ingest.max_upload_bytes)
+            accepted.append(Upload(name, data, meta))
         except MMRAGError as exc:
-            if isinstance(exc, NotFound):
-                raise
             errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
-    body = UploadOut(documents=docs, errors=[e for e, _ in errors])
-    code = status.HTTP_201_CREATED if docs else errors[0][1]
+    if not accepted:
+        body = JobUploadOut(job=None, errors=[e for e, _ in errors])
+        return JSONResponse(body.model_dump(), status_code=errors[0][1])
+    job_id = await run_in_threadpool(runner.submit, corpus, accepted)
+    job = pipeline.jobs.status(job_id)  # type: ignore[union-attr]
+    if not wait:
+        body = JobUploadOut(job=job_out(job, base_url(request)), errors=[e for e, _ in errors])
+        return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
+    while not job.finished:
+        await asyncio.sleep(0.2)
+        job = await run_in_threadpool(pipeline.jobs.status, job_id)  # type: ignore[union-attr]
+    return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
+
+
+def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: list[tuple[FileError, int]]) -> Response:
+    docs: list[DocumentOut] = []
+    for f in job.files:
+        if f.state in (FileState.DONE, FileState.EXISTS):
+            info = pipeline.catalog.find_document(job.corpus, f.document_id)
+            if info is not None:
+                docs.append(document_out(info, "created" if f.state == FileState.DONE else "exists"))
+        elif f.error:
+            errors.append((FileError(filename=f.filename, error=f.error, message=f.message or ""),
+                           STATUS_BY_CODE.get(f.error, 422)))
+    body = JobUploadOut(job=out, documents=docs, errors=[e for e, _ in errors])
+    code = status.HTTP_201_CREATED if docs else (errors[0][1] if errors else status.HTTP_200_OK)
     if docs and not any(d.status == "created" for d in docs):
         code = status.HTTP_200_OK
     return JSONResponse(body.model_dump(), status_code=code)
-
-
-def _ingest(pipeline: Pipeline, corpus: str, data: bytes, name: str, meta: dict[str, Any]) -> Any:
-    return pipeline.ingest_bytes(corpus, data, name, meta)
 
 
 @router.get("/documents", response_model=list[DocumentOut], responses=responses(404))

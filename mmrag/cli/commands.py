@@ -66,30 +66,48 @@ def ingest(
     corpus: Annotated[str, typer.Option("--corpus", "-c", help="Corpus name (created if missing)")],
     metadata: Annotated[str | None, typer.Option(help="JSON object stored with every file")] = None,
 ) -> None:
-    """Index files into a corpus, with a progress bar. Bad files are reported; the rest go on."""
+    """Index files into a corpus as a job, with a live progress bar of its pages. Bad files are
+    reported with their reason; the rest go on."""
     meta: dict[str, Any] = json.loads(metadata) if metadata else {}
     files = _files(paths)
-    failed = 0
     try:
         with open_backend() as backend:
             backend.ensure_corpus(corpus)
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-            with Progress(*columns, console=console) as progress:
-                task = progress.add_task("indexing", total=len(files))
-                for f in files:
-                    progress.update(task, description=f"indexing {f.name[:40]}")
-                    try:
-                        status, pages = backend.ingest(corpus, f, meta)
-                        progress.console.print(f"  {f.name}: {status} ({pages} pages)")
-                    except MMRAGError as exc:
-                        failed += 1
-                        progress.console.print(f"  [red]{f.name}: {exc.code}: {exc.message}[/red]")
-                    progress.advance(task)
+            job_ids, rejected = backend.submit(corpus, files, meta)
+            jobs = follow_jobs(backend, job_ids)
     except MMRAGError as exc:
         fail(exc)
-    console.print(f"{len(files) - failed} indexed, {failed} failed")
-    if failed:
+        return
+    failures = [(n, c, m) for n, c, m in rejected]
+    failures += [(e["filename"], e["error"], e["message"]) for j in jobs for e in j["errors"]]
+    for name, code, message in failures:
+        console.print(f"  [red]{name}: {code}: {message}[/red]")
+    states = [f["state"] for j in jobs for f in j["files"]]
+    console.print(f"{states.count('done')} indexed, {states.count('exists')} already present, "
+                  f"{len(failures)} failed ({', '.join(j['id'] for j in jobs) or 'no job'})")
+    if failures:
         raise typer.Exit(1)
+
+
+def follow_jobs(backend: Backend, job_ids: list[str], every: float = 0.3) -> list[dict[str, Any]]:
+    """Poll the jobs until they finish, drawing one bar of their pages (total known once planned)."""
+    import time
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
+               TimeElapsedColumn())
+    jobs = [backend.job(j) for j in job_ids]
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("indexing", total=None)
+        while True:
+            jobs = [backend.job(j) for j in job_ids]
+            files = [f for j in jobs for f in j["files"]]
+            finished = sum(f["state"] in ("done", "exists", "failed", "cancelled") for f in files)
+            progress.update(bar, total=sum(j["pages_total"] for j in jobs) or None,
+                            completed=sum(j["pages_done"] + j["pages_failed"] for j in jobs),
+                            description=f"indexing {finished}/{len(files)} files")
+            if all(j["state"] in ("done", "failed", "cancelled") for j in jobs):
+                return jobs
+            time.sleep(every)
 
 
 def corpora() -> None:

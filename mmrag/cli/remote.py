@@ -22,18 +22,52 @@ _BY_CODE: dict[str, type[errors.MMRAGError]] = {
 }
 
 
+Rejected = tuple[str, str, str]  # (filename, error code, message): refused before a job started
+
+
 class Backend(Protocol):
     def ensure_corpus(self, corpus: str) -> None: ...
     def ingest(self, corpus: str, path: Path, metadata: dict[str, Any]) -> tuple[str, int]: ...
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
+        """Start ingestion jobs for the files; (job ids, files rejected up front)."""
+        ...
+    def job(self, job_id: str) -> dict[str, Any]:
+        """A job's progress as plain data (see :meth:`mmrag.jobs.model.JobStatus.summary`)."""
+        ...
     def search(self, corpus: str, query: str, top_k: int, spaces: list[str] | None) -> list[dict[str, Any]]: ...
     def corpora(self) -> list[dict[str, Any]]: ...
 
 
 class LocalBackend:
+    """In-process: this CLI process owns the data folder and runs the embedded job runner while it lives
+    (an interrupted job resumes at the next `mmrag ingest` or `mmrag serve`)."""
+
     def __init__(self) -> None:
         from mmrag.pipeline import build_pipeline
 
         self.pipeline = build_pipeline(load_settings())
+        self.runner: Any = None
+
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
+        from mmrag.jobs.runner import local_runner
+        from mmrag.jobs.writer import Upload, check_upload
+
+        uploads, rejected = [], []
+        for p in paths:
+            data = p.read_bytes()
+            try:
+                check_upload(data, p.name, self.pipeline.settings.ingest.max_upload_bytes)
+                uploads.append(Upload(p.name, data, metadata))
+            except errors.MMRAGError as exc:
+                rejected.append((p.name, exc.code, exc.message))
+        if self.runner is None:
+            self.runner = local_runner(self.pipeline)
+            self.runner.start()
+        return ([self.runner.submit(corpus, uploads)] if uploads else []), rejected
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        assert self.pipeline.jobs is not None
+        return self.pipeline.jobs.status(job_id).summary()
 
     def ensure_corpus(self, corpus: str) -> None:
         self.pipeline.ensure_corpus(corpus)
@@ -52,6 +86,8 @@ class LocalBackend:
                 for n, c, _, d, p in self.pipeline.catalog.list_corpora()]
 
     def close(self) -> None:
+        if self.runner is not None:
+            self.runner.stop()
         self.pipeline.close()
 
 
@@ -67,8 +103,43 @@ def raise_for(response: httpx.Response) -> None:
 
 
 class RemoteBackend:
+    upload_files = 32  # files per upload request (each request is one job)
+    upload_bytes = 256 * 1024 * 1024  # or fewer, to bound one request's size
+
     def __init__(self, url: str) -> None:
         self.client = httpx.Client(base_url=url, timeout=httpx.Timeout(600.0, connect=5.0))
+
+    def _groups(self, paths: list[Path]) -> list[list[Path]]:
+        groups: list[list[Path]] = [[]]
+        size = 0
+        for p in paths:
+            n = p.stat().st_size
+            if groups[-1] and (len(groups[-1]) >= self.upload_files or size + n > self.upload_bytes):
+                groups.append([])
+                size = 0
+            groups[-1].append(p)
+            size += n
+        return [g for g in groups if g]
+
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
+        job_ids: list[str] = []
+        rejected: list[Rejected] = []
+        for group in self._groups(paths):
+            files = [("files", (p.name, p.read_bytes())) for p in group]
+            r = self.client.post(f"/corpora/{corpus}/documents", files=files,
+                                 data={"metadata": json.dumps(metadata)} if metadata else None)
+            body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+            rejected.extend((e["filename"], e["error"], e["message"]) for e in body.get("errors", []))
+            if body.get("job"):
+                job_ids.append(body["job"]["id"])
+            elif not body.get("errors"):
+                raise_for(r)
+        return job_ids, rejected
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        r = self.client.get(f"/jobs/{job_id}")
+        raise_for(r)
+        return dict(r.json())
 
     def ensure_corpus(self, corpus: str) -> None:
         r = self.client.post("/corpora", json={"name": corpus})
@@ -78,7 +149,8 @@ class RemoteBackend:
     def ingest(self, corpus: str, path: Path, metadata: dict[str, Any]) -> tuple[str, int]:
         with path.open("rb") as fh:
             r = self.client.post(f"/corpora/{corpus}/documents", files=[("files", (path.name, fh))],
-                                 data={"metadata": json.dumps(metadata)} if metadata else None)
+                                 data={"metadata": json.dumps(metadata)} if metadata else None,
+                                 params={"wait": "true"})
         body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
         if body.get("errors") and not body.get("documents"):
             err = body["errors"][0]

@@ -35,12 +35,13 @@ def free_port() -> int:
 class Server:
     """``mmrag serve`` in a subprocess on 127.0.0.1; stopped by PID."""
 
-    def __init__(self, data_dir: Path, log: Path) -> None:
+    def __init__(self, data_dir: Path, log: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.data_dir = data_dir
         env = {**os.environ, "MMRAG_DATA_DIR": str(data_dir), "MMRAG_EMBED__CLIP_MODEL": "",
-               "MMRAG_EMBED__COLPALI_MODEL": "", "HF_HUB_OFFLINE": "1"}
-        self.log = log.open("w")
+               "MMRAG_EMBED__COLPALI_MODEL": "", "HF_HUB_OFFLINE": "1", **(env or {})}
+        self.log = log.open("a")
         self.proc = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(self.port)],
                                      env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 180
@@ -52,6 +53,12 @@ class Server:
             except httpx.HTTPError:
                 time.sleep(0.3)
         raise TimeoutError(f"server did not start: {log.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run (a crash)."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -18,7 +18,8 @@ def _pdf_bytes(text: str) -> bytes:
 
 def _upload(client, corpus, *files, metadata=None):
     data = {"metadata": metadata} if metadata else None
-    return client.post(f"/corpora/{corpus}/documents", files=[("files", f) for f in files], data=data)
+    return client.post(f"/corpora/{corpus}/documents", files=[("files", f) for f in files], data=data,
+                       params={"wait": "true"})
 
 
 def test_corpus_lifecycle(client):

@@ -53,7 +53,7 @@ def server(tmp_path_factory, corpus_dir):
         assert httpx.post(srv.url + "/corpora", json={"name": "docling"}).status_code == 201
         files = sorted((corpus_dir / "pdf").glob("*.pdf")) + sorted((corpus_dir / "scans").glob("*"))
         handles = [("files", (f.name, f.read_bytes())) for f in files]
-        r = httpx.post(srv.url + "/corpora/docling/documents", files=handles, timeout=900)
+        r = httpx.post(srv.url + "/corpora/docling/documents", files=handles, params={"wait": "true"}, timeout=900)
         assert r.status_code == 201, r.text
         assert not r.json()["errors"] and len(r.json()["documents"]) == len(files)
         srv.data_dir = tmp / "data"  # type: ignore[attr-defined]
@@ -114,7 +114,8 @@ def test_cli_search_uses_running_server(server):
 
 def test_server_survives_bad_input_burst(server):
     for body in (b"", b"%PDF-garbage", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100):
-        r = httpx.post(f"{server.url}/corpora/docling/documents", files=[("files", ("x.pdf", body))])
+        r = httpx.post(f"{server.url}/corpora/docling/documents", files=[("files", ("x.pdf", body))],
+                       params={"wait": "true"}, timeout=60)
         assert 400 <= r.status_code < 500
     assert httpx.get(f"{server.url}/health").json()["status"] == "ok"
     assert _search(server, "word processor typewriter")[0]["document"] == "multi_page.pdf"

@@ -1,0 +1,84 @@
+"""Jobs: get one, list a corpus's, cancel, and a server-sent-events stream of progress."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import PipelineDep
+from api.errors import responses
+from api.job_schemas import JobOut, job_out
+from mmrag.jobs.runner import JobRunner
+from mmrag.jobs.state import JobStore
+
+router = APIRouter(tags=["jobs"])
+
+
+def get_runner(request: Request) -> JobRunner:
+    runner: JobRunner = request.app.state.jobs
+    return runner
+
+
+RunnerDep = Annotated[JobRunner, Depends(get_runner)]
+
+
+def _store(pipeline: PipelineDep) -> JobStore:
+    assert pipeline.jobs is not None
+    return pipeline.jobs
+
+
+StoreDep = Annotated[JobStore, Depends(_store)]
+
+
+def base_url(request: Request) -> str:
+    return str(request.app.state.settings.api.public_url.rstrip("/"))
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, responses=responses(404))
+def get_job(job_id: str, request: Request, jobs: StoreDep) -> JobOut:
+    """State and progress of a job: pages total/done/failed, each file's state and error, stage timings."""
+    return job_out(jobs.status(job_id), base_url(request))
+
+
+@router.get("/corpora/{corpus}/jobs", response_model=list[JobOut], responses=responses(404))
+def list_jobs(corpus: str, request: Request, pipeline: PipelineDep, jobs: StoreDep,
+              limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[JobOut]:
+    """Jobs of a corpus, newest first."""
+    pipeline.catalog.corpus_config(corpus)
+    return [job_out(j, base_url(request)) for j in jobs.list_jobs(corpus, limit)]
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobOut, responses=responses(404))
+async def cancel_job(job_id: str, request: Request, runner: RunnerDep) -> JobOut:
+    """Stop a job. Files already indexed stay; unfinished ones leave nothing behind. Finished jobs are unchanged."""
+    return job_out(await run_in_threadpool(runner.cancel, job_id), base_url(request))
+
+
+@router.get("/jobs/{job_id}/events", responses={**responses(404), 200: {"content": {"text/event-stream": {}}}},
+            response_class=StreamingResponse)
+async def job_events(job_id: str, request: Request, jobs: StoreDep,
+                     interval: Annotated[float, Query(ge=0.05, le=10)] = 0.5) -> StreamingResponse:
+    """Server-sent events: a ``progress`` event (the job as JSON) whenever it changes, then ``end``."""
+    jobs.status(job_id)  # 404 before the stream starts
+    base = base_url(request)
+
+    async def stream() -> AsyncIterator[str]:
+        last = ""
+        while not await request.is_disconnected():
+            job = await run_in_threadpool(jobs.status, job_id)
+            body = json.dumps(job_out(job, base).model_dump())
+            if body != last:
+                yield f"event: progress\ndata: {body}\n\n"
+                last = body
+            if job.finished:
+                yield f"event: end\ndata: {json.dumps({'state': job.state.value})}\n\n"
+                return
+            await asyncio.sleep(interval)
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

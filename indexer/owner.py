@@ -1,0 +1,102 @@
+"""The owner's side of the distributed mode, run inside ``mmrag serve``.
+
+:class:`CeleryRunner` sends new work to the Celery queues, consumes the ``write`` queue itself
+(the embedded store has one owner: stateless workers hand their results to this process), resumes
+unfinished jobs at start and re-sends the pending work of a job that made no progress for
+``stall_s`` (messages lost with a broker restart). With a Qdrant server the write queue may
+instead be consumed by ``mmrag worker write`` processes (``consume_writes=False`` here).
+
+Lifecycle: ``start()`` after the pipeline is built, ``stop()`` before it closes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from kombu import Message
+
+from indexer.app import make_celery, write_queue
+from indexer.tasks import send
+from mmrag.jobs.model import JobStatus, Work
+from mmrag.jobs.writer import Upload
+from mmrag.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+
+
+class CeleryRunner:
+    def __init__(self, pipeline: Pipeline, consume_writes: bool | None = None) -> None:
+        assert pipeline.job_writer is not None
+        self.pipeline, self.writer, self.config = pipeline, pipeline.job_writer, pipeline.settings.jobs
+        self.app = make_celery(pipeline.settings)
+        self.consume_writes = not pipeline.settings.store.url if consume_writes is None else consume_writes
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        targets = [self._watch] + ([self._consume] if self.consume_writes else [])
+        for target in targets:
+            t = threading.Thread(target=target, name=f"mmrag-{target.__name__.strip('_')}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        for job_id in self.writer.jobs.unfinished():
+            self._resend(job_id, "resumed at start")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout)
+
+    def submit(self, corpus: str, uploads: list[Upload]) -> str:
+        with self._lock:
+            job_id, work = self.writer.submit(corpus, uploads)
+        send(self.app, work)
+        return job_id
+
+    def cancel(self, job_id: str) -> JobStatus:
+        with self._lock:
+            return self.writer.cancel(job_id)
+
+    def _resend(self, job_id: str, why: str) -> None:
+        with self._lock:
+            work = self.writer.pending_work(job_id)
+            self.writer.jobs.touch(job_id)
+        log.warning("job %s (%s): re-sending %d pending work items", job_id, why, len(work))
+        send(self.app, work)
+
+    def _watch(self) -> None:
+        """Re-send the pending work of jobs that stalled (their messages were lost)."""
+        while not self._stop.wait(min(5.0, self.config.stall_s / 2)):
+            now = time.time()
+            for job_id in self.writer.jobs.unfinished():
+                if now - self.writer.jobs.status(job_id).updated_at > self.config.stall_s:
+                    self._resend(job_id, f"no progress for {self.config.stall_s:.0f}s")
+
+    def _on_message(self, body: object, message: Message) -> None:
+        stage = str(message.headers.get("task", "")).removeprefix("mmrag.")
+        try:
+            args = body[0] if isinstance(body, list | tuple) else []
+            with self._lock:
+                work = self.writer.handle(Work(stage, *args))
+            send(self.app, work)
+        except Exception:  # a bad message must not block the queue; the stall watchdog redoes the batch
+            log.exception("write-queue message %s failed", message.headers.get("id"))
+        message.ack()
+
+    def _consume(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self.app.connection_for_read() as conn, \
+                        conn.Consumer([write_queue()], callbacks=[self._on_message], accept=["json"],
+                                      prefetch_count=1):
+                    while not self._stop.is_set():
+                        try:
+                            conn.drain_events(timeout=1.0)
+                        except TimeoutError:
+                            continue
+            except Exception as exc:  # broker down: retry
+                log.warning("write-queue consumer: %s; reconnecting", exc)
+                self._stop.wait(2.0)

@@ -1,0 +1,120 @@
+"""The embedded job runner: the stage code on worker threads, no broker.
+
+Three in-memory queues mirror the Celery queues: ``cpu`` (plan, parse) and ``gpu`` (embed) run
+on ``cpu_workers`` / ``embed_workers`` threads; ``write`` (write, commit) runs on one thread, the
+single writer of the store, catalog and job state. Queues are not durable: the job state and
+the spool are, and :meth:`LocalRunner.start` re-sends the pending work of every unfinished job,
+so a job resumes after a restart (even after SIGKILL).
+
+Lifecycle: ``start()`` once the pipeline is built (resumes unfinished jobs), ``submit``/``cancel``
+from any thread, ``stop()`` before the pipeline closes (work in flight is redone after a restart).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Protocol
+
+from mmrag.config import JobsConfig
+from mmrag.jobs.model import JobStatus, Work
+from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, run_stage
+from mmrag.jobs.writer import JobWriter, Upload
+
+if TYPE_CHECKING:
+    from mmrag.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+_STOP = Work("stop", "", -1)
+
+
+class JobRunner(Protocol):
+    """What the shells use: the embedded :class:`LocalRunner` or the Celery-backed runner in ``indexer/``."""
+
+    def start(self) -> None: ...
+    def stop(self, timeout: float = 30.0) -> None: ...
+    def submit(self, corpus: str, uploads: list[Upload]) -> str: ...
+    def cancel(self, job_id: str) -> JobStatus: ...
+
+
+class LocalRunner:
+    def __init__(self, ctx: StageContext, writer: JobWriter, config: JobsConfig) -> None:
+        self.ctx, self.writer, self.config = ctx, writer, config
+        self.queues: dict[str, queue.Queue[Work]] = {q: queue.Queue() for q in ("cpu", "gpu", "write")}
+        self._threads: list[threading.Thread] = []
+        self._write_lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def start(self) -> None:
+        counts = {"cpu": self.config.cpu_workers, "gpu": self.config.embed_workers, "write": 1}
+        for name, n in counts.items():
+            for i in range(n):
+                t = threading.Thread(target=self._loop, args=(name,), name=f"mmrag-jobs-{name}-{i}", daemon=True)
+                t.start()
+                self._threads.append(t)
+        for job_id in self.writer.jobs.unfinished():
+            with self._write_lock:
+                work = self.writer.pending_work(job_id)
+            log.warning("resuming job %s: %d work items", job_id, len(work))
+            self.send(work)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        for name, q in self.queues.items():
+            for _ in range(sum(t.name.startswith(f"mmrag-jobs-{name}-") for t in self._threads)):
+                q.put(_STOP)
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        self._threads.clear()
+
+    # the dispatcher ------------------------------------------------------------------
+    def send(self, work: list[Work]) -> None:
+        for w in work:
+            self.queues[w.queue].put(w)
+
+    def submit(self, corpus: str, uploads: list[Upload]) -> str:
+        with self._write_lock:
+            job_id, work = self.writer.submit(corpus, uploads)
+        self.send(work)
+        return job_id
+
+    def cancel(self, job_id: str) -> JobStatus:
+        with self._write_lock:
+            return self.writer.cancel(job_id)
+
+    # workers -------------------------------------------------------------------------
+    def _loop(self, name: str) -> None:
+        q = self.queues[name]
+        while True:
+            work = q.get()
+            if work is _STOP or self._stopping.is_set():
+                return
+            try:
+                self.send(self._run(work))
+            except Exception:  # a bug in the owner path: log, keep the thread alive; resume redoes it
+                log.exception("job work %s failed", work)
+
+    def _run(self, work: Work) -> list[Work]:
+        if work.queue == "write":
+            with self._write_lock:
+                return self.writer.handle(work)
+        delay = self.config.retry_backoff_s
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                return run_stage(self.ctx, work)
+            except TRANSIENT as exc:
+                if attempt == self.config.max_retries or self._stopping.is_set():
+                    return give_up(work, exc)
+                log.warning("%s of job %s: %s; retry in %.1fs", work.stage, work.job_id, exc, delay)
+                time.sleep(delay)
+                delay *= 2
+        return []
+
+
+def local_runner(pipeline: Pipeline) -> LocalRunner:
+    """The embedded runner over a built pipeline (the stages run on this process's embedders)."""
+    assert pipeline.job_writer is not None
+    return LocalRunner(pipeline.stage_context(), pipeline.job_writer, pipeline.settings.jobs)

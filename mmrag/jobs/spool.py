@@ -1,0 +1,89 @@
+"""The spool: uploaded bytes and stage outputs as files, so stages in other processes can read them.
+
+Layout (a folder under the data folder, or a volume shared by the API and the workers)::
+
+    blobs/<sha256>                          uploaded bytes, keyed by content hash
+    jobs/<job>/<file>/manifest.json         corpus, filename, document id, blob, metadata, spaces
+    jobs/<job>/<file>/b<batch>.pages        parsed pages of one batch (text, words; no images)
+    jobs/<job>/<file>/b<batch>.images       rendered PNGs of those pages
+    jobs/<job>/<file>/b<batch>.points       vectors of those pages, ready to upsert
+    jobs/<job>/cancelled                    marker: workers skip the job's remaining work
+
+Every file is written to a temporary name and renamed, so a reader sees all of it or nothing,
+and re-running a stage just overwrites its output (idempotent). Stage outputs are pickles: the
+spool is private to the deployment (never exposed to uploads), like a Celery result backend.
+Lifecycle: stateless; one instance per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from mmrag.ingest.ids import sha256_hex
+
+
+class Spool:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "blobs").mkdir(parents=True, exist_ok=True)
+        (root / "jobs").mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def _atomic(path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
+    # uploads -------------------------------------------------------------------
+    def put_blob(self, data: bytes) -> str:
+        key = sha256_hex(data)
+        path = self.root / "blobs" / key
+        if not path.exists():
+            self._atomic(path, data)
+        return key
+
+    def blob(self, key: str) -> bytes:
+        return (self.root / "blobs" / key).read_bytes()
+
+    def drop_blob(self, key: str) -> None:
+        (self.root / "blobs" / key).unlink(missing_ok=True)
+
+    # per file ------------------------------------------------------------------
+    def file_dir(self, job_id: str, file: int) -> Path:
+        return self.root / "jobs" / job_id / str(file)
+
+    def put_manifest(self, job_id: str, file: int, manifest: dict[str, Any]) -> None:
+        self._atomic(self.file_dir(job_id, file) / "manifest.json", json.dumps(manifest).encode())
+
+    def manifest(self, job_id: str, file: int) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads((self.file_dir(job_id, file) / "manifest.json").read_text())
+        return value
+
+    def put(self, job_id: str, file: int, batch: int, kind: str, value: Any) -> None:
+        self._atomic(self.file_dir(job_id, file) / f"b{batch}.{kind}", pickle.dumps(value, protocol=5))
+
+    def get(self, job_id: str, file: int, batch: int, kind: str) -> Any:
+        return pickle.loads((self.file_dir(job_id, file) / f"b{batch}.{kind}").read_bytes())
+
+    def has(self, job_id: str, file: int, batch: int, kind: str) -> bool:
+        return (self.file_dir(job_id, file) / f"b{batch}.{kind}").exists()
+
+    def drop_file(self, job_id: str, file: int) -> None:
+        shutil.rmtree(self.file_dir(job_id, file), ignore_errors=True)
+
+    # jobs ----------------------------------------------------------------------
+    def cancel(self, job_id: str) -> None:
+        self._atomic(self.root / "jobs" / job_id / "cancelled", b"1")
+
+    def cancelled(self, job_id: str) -> bool:
+        return (self.root / "jobs" / job_id / "cancelled").exists()
+
+    def drop_job(self, job_id: str) -> None:
+        shutil.rmtree(self.root / "jobs" / job_id, ignore_errors=True)

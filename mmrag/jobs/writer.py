@@ -1,0 +1,194 @@
+"""The owner side of jobs: create them, apply ``commit`` and ``write`` work, finish, cancel, resume.
+
+Runs only in the process that owns the store and the catalog (``mmrag serve``, or ``mmrag worker
+write`` with a Qdrant server), so job state, vectors and catalog rows have a single writer.
+
+Crash safety: every effect is idempotent and the state says what is left. A batch's points are
+upserted under ids derived from page content (a redo overwrites, never duplicates), then the
+batch is recorded as written; a file's catalog row is written once all its batches are; a job
+finishes once all its files have. After a crash :meth:`JobWriter.pending_work` rebuilds the work
+still to do from the job state and the spool: unplanned files are planned again, batches not
+written restart from their last stage output found in the spool.
+
+Lifecycle: built by the shell that owns the pipeline; thread-safe (serialise ``handle`` calls,
+as the embedded runner and the write-queue consumer do).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mmrag.catalog import Catalog
+from mmrag.errors import InvalidInput, NotFound, TooLarge
+from mmrag.ingest.ids import document_id
+from mmrag.ingest.parse import sniff_media_type
+from mmrag.jobs.model import FINISHED_FILE, FileState, JobState, JobStatus, Work
+from mmrag.jobs.spool import Spool
+from mmrag.jobs.stages import batch_document
+from mmrag.jobs.state import JobStore, NewFile
+from mmrag.store.base import FilterSpec, VectorStore
+from mmrag.types import Document
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """A file accepted by the synchronous upload checks (not empty, under the size limit, a known type)."""
+
+    filename: str
+    data: bytes
+    metadata: dict[str, Any]
+
+
+def check_upload(data: bytes, name: str, max_bytes: int) -> None:
+    """The checks that need no parsing (made before a job starts): not empty, under the size limit,
+    a supported type. Corrupt or encrypted files are found while parsing and reported in the job."""
+    if not data:
+        raise InvalidInput(f"{name} is empty (0 bytes); upload a PDF or an image")
+    if len(data) > max_bytes:
+        raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {max_bytes:,} (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
+    sniff_media_type(data, name)
+
+
+class JobWriter:
+    def __init__(self, catalog: Catalog, store: VectorStore, jobs: JobStore, spool: Spool) -> None:
+        self.catalog, self.store, self.jobs, self.spool = catalog, store, jobs, spool
+
+    # creation ----------------------------------------------------------------------
+    def submit(self, corpus: str, uploads: list[Upload]) -> tuple[str, list[Work]]:
+        """Spool the bytes, record the job; returns its id and the first work (a plan per new file)."""
+        spaces = self.catalog.corpus_config(corpus).spaces
+        job_id = self.jobs.new_id()
+        files = []
+        for i, up in enumerate(uploads):
+            blob, doc_id = self.spool.put_blob(up.data), document_id(up.data)
+            exists = self.catalog.find_document(corpus, doc_id) is not None
+            self.spool.put_manifest(job_id, i, {
+                "corpus": corpus, "filename": up.filename, "document_id": doc_id, "blob": blob,
+                "size_bytes": len(up.data), "metadata": up.metadata, "spaces": spaces})
+            state = FileState.EXISTS if exists else FileState.QUEUED
+            files.append(NewFile(up.filename, doc_id, blob, len(up.data), state))
+        self.jobs.create_job(job_id, corpus, files)
+        self._maybe_finish_job(job_id)
+        return job_id, [Work("plan", job_id, i) for i, f in enumerate(files) if f.state == FileState.QUEUED]
+
+    # applying work -------------------------------------------------------------------
+    def handle(self, work: Work) -> list[Work]:
+        job = self.jobs.status(work.job_id)
+        if job.finished or job.files[work.file].state in FINISHED_FILE:
+            return []  # late or redelivered work of a finished/cancelled job or a failed file
+        if work.stage == "commit":
+            self._commit(job, work)
+        elif work.stage == "write":
+            self._write(job, work)
+        else:
+            raise ValueError(f"the owner does not run stage {work.stage!r}")
+        return []
+
+    def _commit(self, job: JobStatus, work: Work) -> None:
+        if "error" in work.info:
+            self._fail_file(job, work.file, work.info["error"], work.info["message"])
+            return
+        self.jobs.set_planned(job.id, work.file, work.info["pages"], work.info["batches"])
+        self.jobs.add_timings(job.id, work.info.get("timings", {}))
+        self._maybe_finish_file(job.id, work.file)
+
+    def _write(self, job: JobStatus, work: Work) -> None:
+        t0 = time.perf_counter()
+        doc = batch_document(self.spool, work, with_images=True)
+        points = self.spool.get(job.id, work.file, work.batch, "points")
+        self.catalog.save_page_images(job.corpus, doc.pages)
+        self.store.upsert(job.corpus, points)
+        if self.jobs.mark_batch_written(job.id, work.file, work.batch, len(doc.pages)):
+            self.jobs.add_timings(job.id, {**work.info.get("timings", {}), "write": time.perf_counter() - t0})
+        self._maybe_finish_file(job.id, work.file)
+
+    def _fail_file(self, job: JobStatus, file: int, error: str, message: str) -> None:
+        f = job.files[file]
+        log.info("job %s: %s failed: %s", job.id, f.filename, message)
+        self._drop_points(job.corpus, f.document_id)
+        self.jobs.set_file_state(job.id, file, FileState.FAILED, error, message)
+        self.spool.drop_file(job.id, file)
+        self._maybe_finish_job(job.id)
+
+    def _drop_points(self, corpus: str, doc_id: str) -> None:
+        """Remove vectors of a document that never made it into the catalog (no orphans)."""
+        if self.catalog.find_document(corpus, doc_id) is None:
+            self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
+
+    # finishing -----------------------------------------------------------------------
+    def _maybe_finish_file(self, job_id: str, file: int) -> None:
+        job = self.jobs.status(job_id)
+        f = job.files[file]
+        if f.state != FileState.RUNNING or f.batches_done < f.batches:
+            return
+        pages = []
+        for b in range(f.batches):
+            pages.extend(self.spool.get(job_id, file, b, "pages")["pages"])
+        m = self.spool.manifest(job_id, file)
+        media_type = self.spool.get(job_id, file, 0, "pages")["media_type"]
+        doc = Document(id=f.document_id, filename=f.filename, media_type=media_type, size_bytes=f.size_bytes,
+                       pages=[replace(p, image_png=None) for p in pages], metadata=m["metadata"])
+        self.catalog.add_document(job.corpus, doc)  # the document row last: a listed document is complete
+        self.jobs.set_file_state(job_id, file, FileState.DONE)
+        self.spool.drop_file(job_id, file)
+        self._maybe_finish_job(job_id)
+
+    def _maybe_finish_job(self, job_id: str) -> None:
+        job = self.jobs.status(job_id)
+        if job.finished or any(f.state not in FINISHED_FILE for f in job.files):
+            return
+        all_failed = bool(job.files) and all(f.state == FileState.FAILED for f in job.files)
+        self.jobs.finish(job_id, JobState.FAILED if all_failed else JobState.DONE)
+        self._cleanup(job)
+
+    def _cleanup(self, job: JobStatus) -> None:
+        self.spool.drop_job(job.id)
+        for f in job.files:
+            blob = self.jobs.blob_of(job.id, f.index)
+            if not self.jobs.blob_in_use(blob):
+                self.spool.drop_blob(blob)
+
+    def cancel(self, job_id: str) -> JobStatus:
+        """Stop a job: workers skip its remaining work; finished files stay, unfinished ones leave no vectors."""
+        job = self.jobs.status(job_id)
+        if job.finished:
+            return job
+        self.spool.cancel(job_id)
+        for f in job.files:
+            if f.state not in FINISHED_FILE:
+                self._drop_points(job.corpus, f.document_id)
+                self.jobs.set_file_state(job_id, f.index, FileState.CANCELLED)
+        self.jobs.finish(job_id, JobState.CANCELLED)
+        self._cleanup(job)
+        return self.jobs.status(job_id)
+
+    # resuming ------------------------------------------------------------------------
+    def pending_work(self, job_id: str) -> list[Work]:
+        """The work still to do for an unfinished job, from its state and the spool (after a crash)."""
+        try:
+            job = self.jobs.status(job_id)
+        except NotFound:
+            return []
+        out: list[Work] = []
+        for f in job.files:
+            if f.state == FileState.QUEUED:
+                out.append(Work("plan", job_id, f.index))
+            elif f.state == FileState.RUNNING:
+                written = self.jobs.written_batches(job_id, f.index)
+                out.extend(self._resume_batch(job_id, f.index, b) for b in range(f.batches) if b not in written)
+                if f.batches_done >= f.batches:
+                    self._maybe_finish_file(job_id, f.index)
+        self._maybe_finish_job(job_id)
+        return out
+
+    def _resume_batch(self, job_id: str, file: int, batch: int) -> Work:
+        if self.spool.has(job_id, file, batch, "points"):
+            return Work("write", job_id, file, batch)
+        if self.spool.has(job_id, file, batch, "pages") and self.spool.has(job_id, file, batch, "images"):
+            return Work("embed", job_id, file, batch)
+        return Work("parse", job_id, file, batch)

@@ -1,0 +1,94 @@
+"""The embedded runner in-process: batches, bad files reported per file, resume after a stop, cancel."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmrag.embed.base import load_embedder
+from mmrag.jobs.model import FileState, JobState
+from mmrag.jobs.runner import local_runner
+from mmrag.jobs.writer import Upload
+from mmrag.pipeline import build_pipeline
+from tests.jobs.helpers import encrypted_pdf, points_per_page, text_pdf, wait_until
+
+
+@pytest.fixture()
+def fake_pipeline(settings):
+    settings.jobs.batch_pages = 2
+    settings.embed.text_model = "fake:384"
+    p = build_pipeline(settings, embedders={"text": load_embedder("fake:384")})
+    p.create_corpus("c")
+    yield p
+    p.close()
+
+
+def _finished(p, job_id):
+    job = p.jobs.status(job_id)
+    return job if job.finished else None
+
+
+def test_mixed_job_indexes_good_files_and_reports_bad_ones(fake_pipeline, corpus_dir):
+    p = fake_pipeline
+    runner = local_runner(p)
+    runner.start()
+    try:
+        amt = (corpus_dir / "pdf" / "multi_page.pdf").read_bytes()
+        uploads = [Upload("multi.pdf", amt, {"team": "a"}), Upload("five.pdf", text_pdf("five", 5), {}),
+                   Upload("locked.pdf", encrypted_pdf(), {}), Upload("cut.pdf", amt[: len(amt) // 2], {}),
+                   Upload("bad.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, {})]
+        job_id = runner.submit("c", uploads)
+        job = wait_until(lambda: _finished(p, job_id), timeout=60)
+    finally:
+        runner.stop()
+    states = {f.filename: (f.state, f.error) for f in job.files}
+    assert states["multi.pdf"][0] in (FileState.DONE, FileState.EXISTS)
+    assert states["five.pdf"][0] in (FileState.DONE, FileState.EXISTS)
+    assert states["locked.pdf"] == (FileState.FAILED, "corrupt_document")
+    assert states["cut.pdf"] == (FileState.FAILED, "corrupt_document")
+    assert states["bad.png"][0] == FileState.FAILED and "encrypted" in job.files[2].message.lower()
+    assert job.state == JobState.DONE
+    counts = points_per_page(p.store, "c")
+    docs = {d.filename: d for d in p.catalog.list_documents("c")}
+    assert set(docs) == {"multi.pdf", "five.pdf"} and docs["five.pdf"].page_count == 5
+    assert len(counts) == sum(d.page_count for d in docs.values()) and set(counts.values()) == {1}
+    assert not list((p.job_writer.spool.root / "jobs").iterdir())
+
+
+class FlakyEmbedder:
+    """The fake embedder behind an embedding service that is unavailable for the first ``failures`` calls."""
+
+    def __init__(self, failures: int) -> None:
+        self.inner, self.failures, self.calls = load_embedder("fake:384"), failures, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_many(self, items, kind="document"):
+        self.calls += 1
+        if self.calls <= self.failures:
+            from mmrag.errors import Unavailable
+
+            raise Unavailable("embedding service is restarting")
+        return self.inner.embed_many(items, kind)
+
+
+@pytest.mark.parametrize("failures,state", [(2, FileState.DONE), (99, FileState.FAILED)])
+def test_transient_errors_retry_with_backoff_then_fail_the_file(settings, failures, state):
+    settings.jobs.retry_backoff_s, settings.jobs.max_retries = 0.05, 3
+    flaky = FlakyEmbedder(failures)
+    p = build_pipeline(settings, embedders={"text": flaky})  # type: ignore[dict-item]
+    p.create_corpus("c")
+    runner = local_runner(p)
+    runner.start()
+    try:
+        job_id = runner.submit("c", [Upload("a.pdf", text_pdf("flaky", 1), {})])
+        job = wait_until(lambda: _finished(p, job_id), timeout=60)
+    finally:
+        runner.stop()
+        p.close()
+    assert job.files[0].state == state
+    if state == FileState.FAILED:
+        assert job.files[0].error == "unavailable" and "gave up after retries" in job.files[0].message
+        assert flaky.calls == 4  # 1 try + 3 retries
+    else:
+        assert flaky.calls == 3
