@@ -15,10 +15,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
-from api.routes import corpora, documents, jobs, search
+from api.routes import answer, corpora, documents, evaluations, jobs, search
 from api.schemas import HealthOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
+from mmrag.evaluate.service import EvaluationService
+from mmrag.evaluate.targets import StreamingAnswerer
 from mmrag.jobs.runner import JobRunner, local_runner
 from mmrag.pipeline import Pipeline, build_pipeline
 
@@ -37,6 +39,9 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         app.state.pipeline = pipeline or build_pipeline(settings)
         app.state.settings = settings
         app.state.jobs = start_job_runner(app.state.pipeline)
+        answerer = app.state.pipeline.enable_answers()
+        app.state.evaluations = EvaluationService(app.state.pipeline, settings.data_dir / "evaluations",
+                                                  settings.eval_suites_dir, answerer=StreamingAnswerer(answerer))
         marker = server_file(settings)
         url = os.environ.get("MMRAG_SERVER_URL", f"http://{settings.api.host}:{settings.api.port}")
         with open(marker, "w") as fh:
@@ -47,6 +52,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
             yield
         finally:
             app.state.jobs.stop()
+            app.state.evaluations.close()
             if os.path.exists(marker):
                 os.unlink(marker)
             if pipeline is None:
@@ -59,6 +65,8 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app.include_router(documents.router)
     app.include_router(search.router)
     app.include_router(jobs.router)
+    app.include_router(answer.router)
+    app.include_router(evaluations.router)
 
     @app.get("/health", response_model=HealthOut, tags=["health"])
     def health() -> HealthOut:

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mmrag.generate.config import VLMConfig
+
 MiB = 1024 * 1024
 
 
@@ -143,6 +145,9 @@ class Settings(BaseSettings):
     retrieve: RetrieveConfig = Field(default_factory=RetrieveConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
+    vlm: VLMConfig = Field(default_factory=VLMConfig)
+    eval_suites_dir: Path = Path("eval/suites")
+    """Folder of evaluation suites that POST /evaluations may run (one sub-folder per suite)."""
     log_level: str = "INFO"
     """Python logging level."""
 

@@ -12,13 +12,16 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mmrag.catalog import Catalog, check_corpus_name
 from mmrag.config import CorpusConfig, Settings
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder
 from mmrag.errors import Conflict, MMRAGError, NotFound, Unavailable
 from mmrag.indexing import Indexer, IngestOutcome
+
+if TYPE_CHECKING:
+    from mmrag.generate.answer import AnswerService
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
@@ -81,6 +84,7 @@ class Pipeline:
     retriever: Retriever
     unavailable: dict[str, str] = field(default_factory=dict)  # space -> why it is off
     lock: DataDirLock | None = None
+    answerer: AnswerService | None = None  # retrieval + VLM (or extractive) answers
     jobs: JobStore | None = None  # job state (written only by this process: it owns the store)
     job_writer: JobWriter | None = None  # applies write/commit work of jobs
 
@@ -155,7 +159,37 @@ class Pipeline:
         assert self.job_writer is not None
         return StageContext(self.settings.ingest, self.job_writer.spool, self.settings.jobs.batch_pages, self.spaces)
 
+    def load_page_image(self, corpus: str, page_id: str) -> bytes:
+        """PNG bytes of a stored page (NotFound for an unknown page)."""
+        self.catalog.page_info(corpus, page_id)
+        path = self.catalog.page_image_path(corpus, page_id)
+        if not path.exists():
+            raise NotFound(f"image of page {page_id!r} is missing")
+        return path.read_bytes()
+
+    def enable_answers(self) -> AnswerService:
+        """Build the answer service once (loads the VLM). When the configured VLM cannot be loaded the
+        service still answers, extractively, and ``unavailable['vlm']`` says why."""
+        if self.answerer is None:
+            from mmrag.generate.answer import AnswerService
+
+            try:
+                self.answerer = AnswerService.from_config(self.search, self.load_page_image, self.settings.vlm)
+            except (MMRAGError, OSError, ValueError, RuntimeError) as exc:
+                self.unavailable["vlm"] = f"{self.settings.vlm.model}: {exc}"
+                log.warning("VLM is OFF: %s; answers will be extractive", exc)
+                vlm = self.settings.vlm
+                self.answerer = AnswerService(self.search, self.load_page_image, None,
+                                              default_visual_token_budget=vlm.visual_token_budget,
+                                              max_tokens_per_image=vlm.max_visual_tokens_per_image,
+                                              default_max_new_tokens=vlm.max_new_tokens)
+            if self.settings.vlm.backend == "none":
+                self.unavailable.setdefault("vlm", "disabled in configuration (vlm.backend = none)")
+        return self.answerer
+
     def close(self) -> None:
+        if self.answerer is not None and self.answerer.engine is not None:
+            self.answerer.engine.close()
         self.store.close()
         self.catalog.close()
         if self.jobs is not None:
@@ -233,7 +267,8 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
     jobs = JobStore(data_dir)
     writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)))
-    return Pipeline(settings, catalog, store, embedders, spaces, indexer, retriever, unavailable, owner, jobs, writer)
+    return Pipeline(settings, catalog, store, embedders, spaces, indexer, retriever, unavailable, owner,
+                    jobs=jobs, job_writer=writer)
 
 
 def spool_dir(settings: Settings) -> Path:

@@ -36,6 +36,7 @@ def make_settings(data_dir: Path, **store: object):
     settings = Settings(data_dir=data_dir)
     settings.embed.clip_model = None
     settings.embed.colpali_model = None
+    settings.vlm.backend = "none"
     for key, value in store.items():
         setattr(settings.store, key, value)
     return settings

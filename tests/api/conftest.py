@@ -40,7 +40,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
         env = {**os.environ, "MMRAG_DATA_DIR": str(data_dir), "MMRAG_EMBED__CLIP_MODEL": "",
-               "MMRAG_EMBED__COLPALI_MODEL": "", "HF_HUB_OFFLINE": "1", **(env or {})}
+               "MMRAG_EMBED__COLPALI_MODEL": "", "MMRAG_VLM__BACKEND": "none", "HF_HUB_OFFLINE": "1", **(env or {})}
         self.log = log.open("a")
         self.proc = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(self.port)],
                                      env=env, stdout=self.log, stderr=subprocess.STDOUT)

@@ -18,6 +18,7 @@ from tests.api.conftest import free_port
 pytestmark = pytest.mark.integration
 
 FAKE_ENV = {"MMRAG_EMBED__TEXT_MODEL": "fake:384", "MMRAG_EMBED__CLIP_MODEL": "", "MMRAG_EMBED__COLPALI_MODEL": "",
+            "MMRAG_VLM__BACKEND": "none",
             "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 

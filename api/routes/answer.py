@@ -1,0 +1,85 @@
+"""Answers: retrieve, select evidence under a visual-token budget, generate, stream (SSE)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import PipelineDep
+from api.errors import responses
+from mmrag.errors import Unavailable
+from mmrag.generate.answer import AnswerDone, AnswerError, AnswerEvent, sse_lines
+
+router = APIRouter(prefix="/corpora/{corpus}", tags=["answer"])
+
+
+class AnswerIn(BaseModel):
+    question: str = Field(..., min_length=1, max_length=4000, description="The question")
+    top_k: int = Field(5, ge=1, le=50, description="Pages retrieved as candidate evidence")
+    visual_token_budget: int | None = Field(
+        None, ge=0, le=65_536, description="Visual tokens for all evidence images together (e.g. 280, 560, 1120); "
+        "pages are resized to fit. Default: MMRAG_VLM__VISUAL_TOKEN_BUDGET")
+    max_new_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
+    document_ids: list[str] | None = Field(None, description="Only use these documents")
+    stream: bool = Field(True, description="true: Server-Sent Events (evidence, token..., done); false: one JSON body")
+
+
+class CitationOut(BaseModel):
+    n: int
+    document_id: str
+    filename: str
+    page: int
+    page_id: str
+    visual_tokens: int = 0
+
+
+class AnswerOut(BaseModel):
+    answer: str
+    mode: str = Field(..., description="'vlm', or 'extractive' when no VLM is configured/available")
+    citations: list[CitationOut]
+    timings: dict[str, float]
+    notice: str = ""
+
+
+def _events(pipeline: Any, corpus: str, body: AnswerIn) -> Iterator[AnswerEvent]:
+    if pipeline.answerer is None:
+        raise Unavailable("no answer service configured")
+    return pipeline.answerer.answer_stream(  # type: ignore[no-any-return]
+        corpus, body.question, body.top_k, body.visual_token_budget, body.max_new_tokens,
+        document_ids=body.document_ids)
+
+
+@router.post("/answer", responses={**responses(400, 404, 422, 429, 503),
+                                   200: {"model": AnswerOut, "content": {"text/event-stream": {}}}})
+async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: PipelineDep) -> Response:
+    """Answer a question from the corpus. With ``stream`` (default) the response is SSE: an
+    ``evidence`` event (pages sent to the model and their visual-token cost), ``token`` events,
+    then ``done`` with the answer, citations and per-stage timings. Without a VLM the answer is
+    extractive (``mode: extractive``) and says so in ``notice``. 429 + Retry-After when the
+    engine's token budget and queue are full."""
+    pipeline.catalog.corpus_config(corpus)
+    events = await run_in_threadpool(_events, pipeline, corpus, body)  # errors raise here, before streaming
+    if body.stream:
+        return StreamingResponse(_iterate(events), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    final: AnswerDone | AnswerError | None = None
+    for event in await run_in_threadpool(list, events):
+        if isinstance(event, AnswerDone | AnswerError):
+            final = event
+    if isinstance(final, AnswerDone):
+        return JSONResponse({k: v for k, v in asdict(final).items() if k != "event"})
+    message = final.message if isinstance(final, AnswerError) else "generation ended without an answer"
+    raise Unavailable(message)
+
+
+async def _iterate(events: Iterator[AnswerEvent]):  # type: ignore[no-untyped-def]
+    from starlette.concurrency import iterate_in_threadpool
+
+    async for event in iterate_in_threadpool(events):
+        yield sse_lines(event)

@@ -1,0 +1,47 @@
+"""The REST evaluation job end to end: start a suite over HTTP, follow it, fetch the report;
+on the real pipeline (MiniLM + BM25) and the embedded store."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from mmrag.pipeline import build_pipeline
+
+
+def test_evaluation_job_over_rest(suite_dir, settings, minilm):
+    settings.eval_suites_dir = suite_dir.parent
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    try:
+        with TestClient(create_app(settings, pipeline)) as client:
+            assert "suite" in client.get("/evaluations/suites").json()
+            bad = client.post("/evaluations", json={"suite": "nope"})
+            assert bad.status_code == 404 and "available" in bad.json()["message"]
+            bad_variant = client.post("/evaluations", json={"suite": "suite", "variant": "zzz"})
+            assert bad_variant.status_code == 400 and "variant" in bad_variant.json()["message"]
+
+            r = client.post("/evaluations", json={"suite": "suite"})
+            assert r.status_code == 202
+            job_id = r.json()["id"]
+            deadline = time.time() + 300
+            while (job := client.get(f"/evaluations/{job_id}").json())["state"] in ("queued", "running"):
+                assert time.time() < deadline, job
+                time.sleep(0.5)
+            assert job["state"] == "done", job
+            report = client.get(f"/evaluations/{job_id}/report").json()
+            assert report["metrics"]["ndcg@3"] == job["metrics"]["ndcg@3"] > 0.5
+            assert {"recall@5", "mrr@5", "map@5", "precision@1"} <= set(report["metrics"])
+            md = client.get(f"/evaluations/{job_id}/files/report.md")
+            assert md.status_code == 200 and "ndcg@3" in md.text
+            assert client.get(f"/evaluations/{job_id}/files/../../catalog.sqlite3").status_code == 404
+            assert client.get("/evaluations/deadbeef/report").status_code == 404
+            answer = client.post("/corpora/eval-tiny/answer", json={"question": "When was the typewriter patented?",
+                                                                "stream": False})
+            assert answer.status_code == 200, answer.text
+            body = answer.json()
+            assert body["mode"] == "extractive" and "no vision-language model" in body["notice"].lower()
+            assert body["citations"] and body["citations"][0]["filename"] == "alpha.pdf"
+    finally:
+        pipeline.close()
