@@ -81,11 +81,12 @@ def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) ->
     return words, rotation
 
 
-def parse_pdf(data: bytes, doc_id: str, config: IngestConfig) -> list[Page]:
+def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None) -> list[Page]:
+    """Pages ``first..last`` (1-based, inclusive; default all): render, text layer, OCR when unusable."""
     doc = pdf.open_pdf(data, config)
     try:
         pages = []
-        for rendered in pdf.render_pages(doc, config):
+        for rendered in pdf.render_pages(doc, config, first, last):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
             if not _usable(words, config.min_text_chars) and config.ocr:
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)

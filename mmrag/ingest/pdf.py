@@ -68,21 +68,26 @@ def page_words(page: pymupdf.Page) -> list[Word]:
     return words
 
 
-def render_pages(doc: pymupdf.Document, config: IngestConfig) -> Iterator[RenderedPage]:
-    """Render every page; a page that cannot be rendered makes the document corrupt."""
-    for index in range(doc.page_count):
-        t0 = time.perf_counter()
-        try:
-            page = doc.load_page(index)
-            words = page_words(page)
-            t1 = time.perf_counter()
-            zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
-            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
-            image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-        except Exception as exc:
-            raise CorruptDocument(f"page {index + 1} of the PDF cannot be rendered ({exc})") from exc
-        t2 = time.perf_counter()
-        yield RenderedPage(index + 1, image, words, {"text_layer": t1 - t0, "render": t2 - t1})
+def render_page(doc: pymupdf.Document, number: int, config: IngestConfig) -> RenderedPage:
+    """Page ``number`` (1-based); a page that cannot be rendered makes the document corrupt."""
+    t0 = time.perf_counter()
+    try:
+        page = doc.load_page(number - 1)
+        words = page_words(page)
+        t1 = time.perf_counter()
+        zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
+        image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    except Exception as exc:
+        raise CorruptDocument(f"page {number} of the PDF cannot be rendered ({exc})") from exc
+    return RenderedPage(number, image, words, {"text_layer": t1 - t0, "render": time.perf_counter() - t1})
+
+
+def render_pages(doc: pymupdf.Document, config: IngestConfig, first: int = 1,
+                 last: int | None = None) -> Iterator[RenderedPage]:
+    """Pages ``first..last`` (1-based, inclusive; default: all)."""
+    for number in range(first, (last or doc.page_count) + 1):
+        yield render_page(doc, number, config)
 
 
 def render_for_ocr(doc: pymupdf.Document, number: int, config: IngestConfig) -> Image.Image:
