@@ -74,6 +74,15 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         info = app.state.pipeline.health()
         return HealthOut(status="ok", version=__version__, **info)
 
+    @app.get("/metrics", tags=["health"])
+    def metrics() -> dict[str, object]:
+        """Counters for monitoring: VLM engine (encoder cache hits/misses/evictions, admission tokens
+        in use, peak, queued) and which spaces are on."""
+        pipeline = app.state.pipeline
+        engine = pipeline.answerer.engine if pipeline.answerer is not None else None
+        return {"vlm": engine.stats() if engine is not None else None, "spaces": sorted(pipeline.spaces),
+                "unavailable": dict(pipeline.unavailable)}
+
     return app
 
 
