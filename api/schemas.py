@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -63,17 +63,51 @@ class UploadOut(BaseModel):
     errors: list[FileError]
 
 
-class SearchIn(BaseModel):
-    query: str = Field("", max_length=10_000, description="Text query (may be empty when image_base64 is given)")
-    image_base64: str | None = Field(None, description="Base64 image query (PNG, JPEG, WebP, TIFF, BMP, GIF)")
-    top_k: int = Field(10, ge=1, le=1000, description="Results to return (bounded by MMRAG_RETRIEVE__MAX_TOP_K)")
-    document_ids: list[str] | None = Field(None, description="Only these documents")
+SpaceName = Literal["text", "bm25", "clip", "colpali"]
+Weight = Annotated[float, Field(ge=0, le=100)]
+
+
+class PageRange(BaseModel):
+    """Inclusive 1-based page numbers."""
+
+    first: int = Field(1, ge=1, le=1_000_000, description="First page (1-based)")
+    last: int = Field(1_000_000, ge=1, le=1_000_000, description="Last page (inclusive, >= first)")
+
+
+class SearchOptions(BaseModel):
+    """Everything about a search but the query itself (also the ``options`` part of an image upload)."""
+
+    top_k: int = Field(10, ge=1, le=1000, description="Results to return, 1..MMRAG_RETRIEVE__MAX_TOP_K (default 100)")
+    spaces: list[SpaceName] | None = Field(
+        None, min_length=1, description="Spaces to use (text: MiniLM dense, bm25: sparse, clip: CLIP/SigLIP dense, "
+                                        "colpali: late interaction); default: all of the corpus's spaces")
+    weights: dict[SpaceName, Weight] | None = Field(
+        None, description="RRF weight per space, 0..100 (default 1); only for spaces the request uses")
+    prefetch_limit: int | None = Field(
+        None, ge=1, le=10_000, description="Candidates each space contributes before fusion and rerank, "
+                                           "top_k..MMRAG_RETRIEVE__MAX_PREFETCH_LIMIT; default "
+                                           "MMRAG_RETRIEVE__PREFETCH_LIMIT")
+    rrf_k: int | None = Field(
+        None, ge=1, le=1000, description="RRF constant k: score = sum over spaces of 1 / (rank / weight + k - 1) "
+                                         "(Qdrant's weighted RRF); small k lets weights and top ranks count more; "
+                                         "default MMRAG_RETRIEVE__RRF_K")
+    document_ids: list[str] | None = Field(None, min_length=1, description="Only these documents")
     metadata: dict[str, MetadataValue] = Field(default_factory=dict,
                                                description="Payload filters: field -> value or list of values")
-    spaces: list[Literal["text", "bm25", "clip", "colpali"]] | None = Field(
-        None, description="Spaces to use; default: all of the corpus's spaces")
-    weights: dict[str, float] | None = Field(None, description="RRF weight per space, 0..100 (default 1)")
-    explain: bool = Field(False, description="Return per-space ranks and scores")
+    pages: PageRange | None = Field(None, description="Only pages in this range")
+    kinds: list[Literal["page", "image"]] | None = Field(
+        None, min_length=1, description="Only these kinds: PDF pages, standalone images")
+    explain: bool = Field(False, description="Return per-space ranks and scores (and the MaxSim rerank score)")
+
+
+class SearchIn(SearchOptions):
+    query: str = Field("", max_length=10_000, description="Text query (may be empty when an image is given)")
+    image_base64: str | None = Field(
+        None, max_length=30_000_000,
+        description="Base64 image query (PNG, JPEG, WebP, TIFF, BMP, GIF): pages like this image (clip, colpali)")
+    image_page_id: str | None = Field(
+        None, min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
+        description="Query by the image of a page already in the corpus (its page id)")
 
 
 class EvidenceOut(BaseModel):

@@ -149,6 +149,11 @@ class SearchRequest:
     spaces: list[str] | None = None  # subset of SPACES; None = every space the corpus has
     weights: dict[str, float] | None = None  # RRF weight per space (default 1.0)
     explain: bool = False  # fill Evidence.ranks/scores per space
+    image_page_id: str | None = None  # query by an existing page's image ("pages like this one")
+    pages: tuple[int, int] | None = None  # only pages numbered first..last (1-based, inclusive)
+    kinds: list[str] | None = None  # only these evidence kinds ("page", "image"); None = all
+    prefetch_limit: int | None = None  # candidates per space before fusion; None = RetrieveConfig.prefetch_limit
+    rrf_k: int | None = None  # RRF constant; None = RetrieveConfig.rrf_k
 
 
 @dataclass(slots=True)

@@ -1,8 +1,8 @@
 """The retriever: validate a request, build one multi-stage plan, run it, hydrate evidence.
 
-Plan: every space the request uses contributes a prefetch stage; several stages are fused
-with (weighted) RRF; a space that reranks (ColPali full multi-vectors) rescoring the fused
-candidates by MaxSim. All of it is one Qdrant query, on either store.
+Plan (see :mod:`mmrag.retrieve.plan`): every space the request uses contributes a prefetch
+stage; several stages are fused with (weighted) RRF; ColPali's full multi-vectors rerank the
+fused candidates by MaxSim. All of it is one Qdrant query, on either store.
 """
 
 from __future__ import annotations
@@ -15,23 +15,17 @@ import numpy as np
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
-from mmrag.errors import InvalidInput
+from mmrag.errors import InvalidInput, NotFound
 from mmrag.ingest.images import decode_image
+from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
+from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
 TIE_MARGIN = 8  # extra candidates fetched so that ties at the cut-off are broken the same way everywhere
-
-
-def request_filter(request: SearchRequest) -> FilterSpec | None:
-    flt = FilterSpec()
-    if request.document_ids:
-        flt.match["document_id"] = list(request.document_ids)
-    for key, value in request.metadata.items():
-        flt.match[f"meta.{key}"] = value
-    return None if flt.empty() else flt
+KINDS = tuple(k.value for k in EvidenceKind)
 
 
 class Retriever:
@@ -40,15 +34,27 @@ class Retriever:
     def __init__(self, catalog: Catalog, store: VectorStore, spaces: Mapping[str, Space],
                  config: RetrieveConfig, ingest: IngestConfig) -> None:
         self.catalog, self.store, self.spaces, self.config, self.ingest = catalog, store, spaces, config, ingest
+        self._configured: dict[str, dict[str, Space]] = {}  # corpus config JSON -> spaces with its options
+
+    def corpus_spaces(self, corpus_config: CorpusConfig) -> dict[str, Space]:
+        key = corpus_config.model_dump_json()
+        spaces = self._configured.get(key)
+        if spaces is None:
+            spaces = {n: s.for_corpus(corpus_config) for n, s in self.spaces.items()}
+            self._configured[key] = spaces
+        return spaces
 
     def validate(self, corpus_config: CorpusConfig, request: SearchRequest) -> list[str]:
         """Check bounds and options; return the spaces to use."""
-        if not request.query.strip() and request.image is None:
+        if not request.query.strip() and request.image is None and request.image_page_id is None:
             raise InvalidInput("empty query: give a text query, an image, or both")
+        if request.image is not None and request.image_page_id is not None:
+            raise InvalidInput("give either an uploaded image or image_page_id, not both")
         if len(request.query) > self.config.max_query_chars:
             raise InvalidInput(f"query is {len(request.query)} characters; the limit is {self.config.max_query_chars}")
         if not 1 <= request.top_k <= self.config.max_top_k:
             raise InvalidInput(f"top_k must be between 1 and {self.config.max_top_k}, got {request.top_k}")
+        self._validate_filters(request)
         available = [s for s in corpus_config.spaces if s in self.spaces]
         wanted = request.spaces if request.spaces is not None else available
         unknown = [s for s in wanted if s not in available]
@@ -61,66 +67,67 @@ class Retriever:
                 raise InvalidInput(f"weight of {name!r} must be between 0 and 100, got {weight}")
         return list(wanted)
 
-    def _query_input(self, request: SearchRequest) -> QueryInput:
-        image = None
-        if request.image is not None:
-            image = decode_image(request.image, max_pixels=self.ingest.max_image_pixels, what="query image")
+    def _validate_filters(self, request: SearchRequest) -> None:
+        limit = request.prefetch_limit
+        if limit is not None and not request.top_k <= limit <= self.config.max_prefetch_limit:
+            raise InvalidInput(f"prefetch_limit must be between top_k ({request.top_k}) and "
+                               f"{self.config.max_prefetch_limit}, got {limit}")
+        if request.rrf_k is not None and not 1 <= request.rrf_k <= 1000:
+            raise InvalidInput(f"rrf_k must be between 1 and 1000, got {request.rrf_k}")
+        if request.pages is not None:
+            first, last = request.pages
+            if not 1 <= first <= last:
+                raise InvalidInput(f"pages must be a range first..last with 1 <= first <= last, got {first}..{last}")
+        bad = [k for k in request.kinds or [] if k not in KINDS]
+        if bad or request.kinds == []:
+            raise InvalidInput(f"kinds {bad or request.kinds} not allowed; allowed: {list(KINDS)}")
+
+    def _query_input(self, corpus: str, request: SearchRequest) -> QueryInput:
+        data = request.image
+        if request.image_page_id is not None:
+            path = self.catalog.page_image_path(corpus, request.image_page_id)
+            if not path.is_file():
+                raise NotFound(f"no page {request.image_page_id!r} with an image in corpus {corpus!r}")
+            data = path.read_bytes()
+        image = None if data is None else decode_image(data, max_pixels=self.ingest.max_image_pixels,
+                                                       what="query image")
         return QueryInput(text=request.query.strip(), image=image)
 
-    def plan(self, query: QueryInput, names: list[str], request: SearchRequest) -> QueryNode:
-        flt = request_filter(request)
-        stages: list[tuple[str, QueryNode]] = []
-        for name in names:
-            space = self.spaces[name]
-            if (query.text and space.takes_text_query) or (query.image is not None and space.takes_image_query):
-                node = space.prefetch(query, self.config.prefetch_limit, flt)
-                if node is not None:
-                    stages.append((name, node))
-        if not stages:
-            raise InvalidInput(f"none of the spaces {names} can use this query (text spaces need words, "
-                               "image queries need clip or colpali)")
-        rerank = next((r for n in names if (r := self.spaces[n].rerank(query)) is not None), None)
-        if len(stages) == 1 and rerank is None:
-            node = stages[0][1]
-            node.limit = request.top_k
-            return node
-        weights = [float((request.weights or {}).get(n, 1.0)) for n, _ in stages]
-        fused = QueryNode(limit=self.config.prefetch_limit if rerank else request.top_k,
-                          prefetch=[n for _, n in stages], fusion="rrf", rrf_k=self.config.rrf_k,
-                          weights=weights if any(w != 1.0 for w in weights) else None)
-        if rerank is None:
-            return fused
-        using, vector = rerank
-        return QueryNode(limit=request.top_k, using=using, vector=vector, prefetch=[fused], filter=flt)
+    def options(self, request: SearchRequest) -> PlanOptions:
+        return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or self.config.prefetch_limit,
+                           rrf_k=request.rrf_k or self.config.rrf_k, weights=dict(request.weights or {}))
+
+    def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
+             request: SearchRequest) -> QueryNode:
+        return build_plan(spaces, names, query, self.options(request), request_filter(request))
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         t0 = time.perf_counter()
-        names = self.validate(self.catalog.corpus_config(corpus), request)
-        query = self._query_input(request)
-        node = self.plan(query, names, request)
+        corpus_config = self.catalog.corpus_config(corpus)
+        names = self.validate(corpus_config, request)
+        spaces = self.corpus_spaces(corpus_config)
+        query = self._query_input(corpus, request)
+        node = self.plan(spaces, query, names, request)
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
         node.limit += TIE_MARGIN
-        hits = self.store.query(corpus, node, with_vectors=with_vectors)
-        # engines order equal scores differently: break ties by page id so results are reproducible
-        hits = sorted(hits, key=lambda h: (-round(h.score, 6), h.payload.get("page_id", h.id)))[: request.top_k]
+        hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), request.top_k)
         t2 = time.perf_counter()
-        evidence = self.hydrate(corpus, hits, query, request)
+        evidence = merge_duplicates(self.hydrate(corpus, hits, query))
         if request.explain:
-            self.explain(corpus, evidence, query, names, request)
+            self.explain(corpus, spaces, evidence, query, names, request)
         t3 = time.perf_counter()
         return SearchResult(evidence=evidence, timings={"plan": t1 - t0, "query": t2 - t1, "hydrate": t3 - t2,
                                                         "total": t3 - t0})
 
-    def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput, request: SearchRequest) -> list[Evidence]:
+    def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
         words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits])
         qvec = query.cache.get("text")
         out = []
         for hit in hits:
             p = hit.payload
-            chunk_vectors = _as_array(hit.vectors.get("text"))
             text, boxes = snippet(words.get(p["page_id"], []), query.text, self.ingest.chunk_words,
-                                  self.ingest.chunk_overlap, chunk_vectors,
+                                  self.ingest.chunk_overlap, _as_array(hit.vectors.get("text")),
                                   qvec[0] if isinstance(qvec, np.ndarray) else None)
             out.append(Evidence(
                 kind=EvidenceKind(p.get("kind", "page")), corpus=corpus, document_id=p["document_id"],
@@ -129,18 +136,31 @@ class Retriever:
             ))
         return out
 
-    def explain(self, corpus: str, evidence: list[Evidence], query: QueryInput, names: list[str],
-                request: SearchRequest) -> None:
-        """Fill per-space ranks and scores by running each space's stage alone."""
+    def explain(self, corpus: str, spaces: Mapping[str, Space], evidence: list[Evidence], query: QueryInput,
+                names: list[str], request: SearchRequest) -> None:
+        """Per-space ranks and scores (each prefetch stage run alone) and the MaxSim rerank score."""
         flt = request_filter(request)
+        limit = request.prefetch_limit or self.config.prefetch_limit
         for name in names:
-            node = self.spaces[name].prefetch(query, self.config.prefetch_limit, flt)
-            if node is None:
+            space = spaces[name]
+            if not usable(space, query):
                 continue
-            ranked = {h.payload["page_id"]: (i + 1, h.score) for i, h in enumerate(self.store.query(corpus, node))}
-            for ev in evidence:
-                if ev.page_id in ranked:
-                    ev.ranks[name], ev.scores[name] = ranked[ev.page_id]
+            node = space.prefetch(query, limit, flt)
+            if node is not None:
+                annotate(evidence, name, rank_table(self.store.query(corpus, node)))
+            rerank = space.rerank(query)
+            if rerank is not None:
+                using, vector = rerank
+                ids = [ev.page_id for ev in evidence]
+                full = QueryNode(limit=max(len(ids), 1), using=using, vector=vector,
+                                 filter=_only_pages(flt, ids))
+                annotate(evidence, f"{name}_maxsim", rank_table(self.store.query(corpus, full)))
+
+
+def _only_pages(flt: FilterSpec | None, page_ids: list[str]) -> FilterSpec:
+    out = FilterSpec(match=dict(flt.match) if flt else {}, ranges=dict(flt.ranges) if flt else {})
+    out.match["page_id"] = page_ids
+    return out
 
 
 def _as_array(value: Any) -> np.ndarray | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
+from mmrag.config import CorpusConfig
 from mmrag.store.base import FilterSpec, QueryNode, SpaceSpec, VectorValue
 from mmrag.types import Chunk, Page
 
@@ -49,6 +50,10 @@ class Space(abc.ABC):
     @abc.abstractmethod
     def prefetch(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
         """A stage producing ``limit`` candidates, or None when the query has nothing for this space."""
+
+    def for_corpus(self, config: CorpusConfig) -> Space:
+        """This space with a corpus's options (pooling, quantisation); stateless spaces return self."""
+        return self
 
     def rerank(self, query: QueryInput) -> tuple[str, VectorValue] | None:
         """(vector name, query vector) for a final rerank of fused candidates; None if this space does not rerank."""

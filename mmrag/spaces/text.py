@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import qdrant_edge as qe
 
+from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
 from mmrag.spaces.base import PageInput, QueryInput, Space
 from mmrag.store.base import FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
@@ -49,7 +50,11 @@ class Bm25Space(Space):
     name = "bm25"
 
     def __init__(self, avg_len: float = 300.0) -> None:
+        self.avg_len = avg_len
         self.model = qe.Bm25(qe.Bm25Config(avg_len=avg_len, language="english"))
+
+    def for_corpus(self, config: CorpusConfig) -> Space:
+        return self if config.bm25_avg_len == self.avg_len else Bm25Space(config.bm25_avg_len)
 
     def specs(self) -> list[SpaceSpec]:
         return [SpaceSpec("bm25", "sparse", idf=True)]

@@ -73,7 +73,7 @@ class QueryNode:
     using: str | None = None  # named vector to score with
     vector: VectorValue | None = None
     prefetch: list[QueryNode] = field(default_factory=list)
-    fusion: Literal["rrf"] | None = None  # fuse prefetch results
+    fusion: Literal["rrf", "dbsf"] | None = None  # fuse prefetch results (RRF or distribution-based)
     rrf_k: int = 60
     weights: list[float] | None = None  # one per prefetch (RRF)
     filter: FilterSpec | None = None

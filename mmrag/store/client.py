@@ -66,6 +66,8 @@ def _scoring(node: QueryNode) -> Any:
         return _vec(node.vector)
     if node.fusion == "rrf":
         return models.RrfQuery(rrf=models.Rrf(k=node.rrf_k, weights=node.weights))
+    if node.fusion == "dbsf":
+        return models.FusionQuery(fusion=models.Fusion.DBSF)
     return None
 
 

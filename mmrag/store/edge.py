@@ -78,6 +78,8 @@ def _scoring(node: QueryNode) -> Any:
         return qe.Query.Nearest(_vec(node.vector), using=node.using)
     if node.fusion == "rrf":
         return qe.Fusion.Rrf(k=node.rrf_k, weights=node.weights)
+    if node.fusion == "dbsf":
+        return qe.Fusion.Dbsf()
     return None
 
 

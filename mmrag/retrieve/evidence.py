@@ -1,0 +1,48 @@
+"""From store hits to evidence: ordering, merging near-duplicates, per-space explanations."""
+
+from __future__ import annotations
+
+from mmrag.store.base import Hit
+from mmrag.types import Evidence
+
+
+def order_hits(hits: list[Hit], top_k: int) -> list[Hit]:
+    """Best first; equal scores (to 6 decimals) ordered by page id, so both engines agree."""
+    return sorted(hits, key=lambda h: (-round(h.score, 6), h.payload.get("page_id", h.id)))[:top_k]
+
+
+def merge_duplicates(evidence: list[Evidence]) -> list[Evidence]:
+    """One item per page: later copies of a page (e.g. reached through several spaces or
+    plans) fold their per-space ranks and scores into the first, best-ranked one."""
+    seen: dict[str, Evidence] = {}
+    out: list[Evidence] = []
+    for ev in evidence:
+        first = seen.get(ev.page_id)
+        if first is None:
+            seen[ev.page_id] = ev
+            out.append(ev)
+            continue
+        for name, rank in ev.ranks.items():
+            first.ranks[name] = min(rank, first.ranks.get(name, rank))
+        for name, score in ev.scores.items():
+            first.scores[name] = max(score, first.scores.get(name, score))
+    return out
+
+
+def rank_table(hits: list[Hit]) -> dict[str, tuple[int, float]]:
+    """page id -> (1-based rank, score) of one stage's results."""
+    table: dict[str, tuple[int, float]] = {}
+    for i, hit in enumerate(hits):
+        table.setdefault(hit.payload["page_id"], (i + 1, hit.score))
+    return table
+
+
+def annotate(evidence: list[Evidence], stage: str, table: dict[str, tuple[int, float]]) -> list[Evidence]:
+    """Evidence with ``stage``'s rank and score where the stage found the page (in place, returned)."""
+    for ev in evidence:
+        if ev.page_id in table:
+            ev.ranks[stage], ev.scores[stage] = table[ev.page_id]
+    return evidence
+
+
+__all__ = ["annotate", "merge_duplicates", "order_hits", "rank_table"]

@@ -1,0 +1,84 @@
+"""The query plan as a pure function of (spaces, query, options): prefetch -> RRF -> MaxSim rerank.
+
+Shape of the plan (one Qdrant query on either engine)::
+
+    rerank by colpali MaxSim (limit top_k)           <- only when colpali is used
+      └── RRF fusion, weighted (limit prefetch)      <- only with >= 2 stages
+            ├── text     dense chunks MaxSim (limit prefetch)
+            ├── bm25     sparse IDF          (limit prefetch)
+            ├── clip     dense               (limit prefetch)
+            └── colpali  pooled multi-vector (limit prefetch)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mmrag.errors import InvalidInput
+from mmrag.spaces.base import QueryInput, Space
+from mmrag.store.base import FilterSpec, QueryNode
+from mmrag.types import SearchRequest
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """What shapes a plan besides the spaces."""
+
+    top_k: int  # results of the final stage
+    prefetch_limit: int  # candidates per prefetch stage (and fused candidates before rerank)
+    rrf_k: int  # reciprocal rank fusion constant
+    weights: Mapping[str, float]  # space -> RRF weight (missing = 1.0)
+
+
+def request_filter(request: SearchRequest) -> FilterSpec | None:
+    """Documents, payload metadata, page range and evidence kinds as one conjunctive filter."""
+    flt = FilterSpec()
+    if request.document_ids:
+        flt.match["document_id"] = list(request.document_ids)
+    for key, value in request.metadata.items():
+        flt.match[f"meta.{key}"] = value
+    if request.kinds:
+        flt.match["kind"] = list(request.kinds)
+    if request.pages is not None:
+        flt.ranges["page"] = (float(request.pages[0]), float(request.pages[1]))
+    return None if flt.empty() else flt
+
+
+def usable(space: Space, query: QueryInput) -> bool:
+    return bool(query.text and space.takes_text_query) or (query.image is not None and space.takes_image_query)
+
+
+def prefetch_stages(spaces: Mapping[str, Space], names: list[str], query: QueryInput, limit: int,
+                    flt: FilterSpec | None) -> list[tuple[str, QueryNode]]:
+    """(space, stage) for every used space that has something to say about this query."""
+    stages = []
+    for name in names:
+        space = spaces[name]
+        if usable(space, query):
+            node = space.prefetch(query, limit, flt)
+            if node is not None:
+                stages.append((name, node))
+    return stages
+
+
+def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput, options: PlanOptions,
+               flt: FilterSpec | None) -> QueryNode:
+    """One multi-stage query node; raises InvalidInput when no used space can take the query."""
+    stages = prefetch_stages(spaces, names, query, options.prefetch_limit, flt)
+    if not stages:
+        raise InvalidInput(f"none of the spaces {names} can use this query (text spaces need words, "
+                           "image queries need clip or colpali)")
+    rerank = next((r for n in names if usable(spaces[n], query) and (r := spaces[n].rerank(query)) is not None),
+                  None)
+    if len(stages) == 1:
+        inner = stages[0][1]
+    else:
+        weights = [float(options.weights.get(n, 1.0)) for n, _ in stages]
+        inner = QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages], fusion="rrf",
+                          rrf_k=options.rrf_k, weights=weights if any(w != 1.0 for w in weights) else None)
+    if rerank is None:
+        inner.limit = options.top_k
+        return inner
+    using, vector = rerank
+    return QueryNode(limit=options.top_k, using=using, vector=vector, prefetch=[inner], filter=flt)

@@ -1,0 +1,75 @@
+"""The plan as a pure function: stages per space, fusion, weights, rerank, filters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mmrag.config import CorpusConfig
+from mmrag.embed.base import load_embedder
+from mmrag.errors import InvalidInput
+from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter
+from mmrag.spaces import Bm25Space, QueryInput, TextDenseSpace
+from mmrag.spaces.visual import ClipSpace, ColpaliSpace
+from mmrag.types import SearchRequest
+
+OPTIONS = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={})
+
+
+@pytest.fixture(scope="module")
+def spaces():
+    return {"text": TextDenseSpace(load_embedder("fake:8")), "bm25": Bm25Space(),
+            "clip": ClipSpace(load_embedder("fake:8")), "colpali": ColpaliSpace(load_embedder("fake-mv:8"))}
+
+
+def image() -> Image.Image:
+    return Image.fromarray(np.full((16, 16, 3), 120, dtype=np.uint8))
+
+
+def test_text_query_all_spaces_is_rrf_then_maxsim_rerank(spaces):
+    node = build_plan(spaces, list(spaces), QueryInput(text="red table"), OPTIONS, None)
+    assert (node.using, node.limit) == ("colpali", 5) and node.vector.ndim == 2  # full multi-vector rerank
+    (fused,) = node.prefetch
+    assert fused.fusion == "rrf" and fused.limit == 40 and fused.weights is None
+    assert [p.using for p in fused.prefetch] == ["text", "bm25", "clip", "colpali_mean"]
+    assert all(p.limit == 40 for p in fused.prefetch)
+    mean = fused.prefetch[3].vector
+    assert mean.shape == (8,) and np.isclose(np.linalg.norm(mean), 1.0)  # pooled query for the pooled prefetch
+
+
+def test_image_query_uses_only_image_spaces(spaces):
+    node = build_plan(spaces, list(spaces), QueryInput(image=image()), OPTIONS, None)
+    assert [p.using for p in node.prefetch[0].prefetch] == ["clip", "colpali_mean"]
+    with pytest.raises(InvalidInput, match="image queries need clip or colpali"):
+        build_plan(spaces, ["text", "bm25"], QueryInput(image=image()), OPTIONS, None)
+
+
+def test_single_space_without_rerank_returns_top_k(spaces):
+    node = build_plan(spaces, ["bm25"], QueryInput(text="nut bolt"), OPTIONS, None)
+    assert node.using == "bm25" and node.limit == 5 and not node.prefetch
+    colpali_only = build_plan(spaces, ["colpali"], QueryInput(text="nut"), OPTIONS, None)
+    assert colpali_only.using == "colpali" and colpali_only.prefetch[0].using == "colpali_mean"
+    assert colpali_only.prefetch[0].limit == 40
+
+
+def test_weights_follow_stage_order_and_filters_reach_every_stage(spaces):
+    flt = request_filter(SearchRequest(query="x", document_ids=["d1"], pages=(2, 4), kinds=["image"],
+                                       metadata={"team": "red"}))
+    assert flt.match == {"document_id": ["d1"], "meta.team": "red", "kind": ["image"]}
+    assert flt.ranges == {"page": (2.0, 4.0)}
+    opts = PlanOptions(top_k=3, prefetch_limit=20, rrf_k=7, weights={"bm25": 3.0})
+    node = build_plan(spaces, ["text", "bm25"], QueryInput(text="nut bolt"), opts, flt)
+    assert node.fusion == "rrf" and node.rrf_k == 7 and node.weights == [1.0, 3.0] and node.limit == 3
+    assert all(p.filter is flt for p in node.prefetch)
+    assert request_filter(SearchRequest(query="x")) is None
+
+
+def test_corpus_options_shape_the_colpali_space():
+    space = ColpaliSpace(load_embedder("fake-mv:8")).for_corpus(
+        CorpusConfig(pool_factor=2, prefetch_quantization="binary"))
+    full, mean = space.specs()
+    assert (full.name, full.kind, full.index, full.quantization) == ("colpali", "multivector", False, "none")
+    assert (mean.name, mean.kind, mean.index, mean.quantization) == ("colpali_mean", "dense", True, "binary")
+    clip = ClipSpace(load_embedder("fake:8")).for_corpus(CorpusConfig(prefetch_quantization="scalar"))
+    assert clip.specs()[0].quantization == "scalar"
