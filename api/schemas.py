@@ -91,6 +91,10 @@ class SearchOptions(BaseModel):
         None, ge=1, le=1000, description="RRF constant k: score = sum over spaces of 1 / (rank / weight + k - 1) "
                                          "(Qdrant's weighted RRF); small k lets weights and top ranks count more; "
                                          "default MMRAG_RETRIEVE__RRF_K")
+    fusion: Literal["dbsf", "rrf"] | None = Field(
+        None, description="Fusion of the spaces' candidates: dbsf (distribution-based score fusion) or rrf "
+                          "(reciprocal rank, the one that takes weights); default MMRAG_RETRIEVE__FUSION (dbsf), "
+                          "rrf when weights are given")
     document_ids: list[str] | None = Field(None, min_length=1, description="Only these documents")
     metadata: dict[str, MetadataValue] = Field(default_factory=dict,
                                                description="Payload filters: field -> value or list of values")

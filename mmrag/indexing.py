@@ -15,10 +15,10 @@ from typing import Any
 from PIL import Image
 
 from mmrag.catalog import Catalog
-from mmrag.config import IngestConfig
+from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.ingest import parse_document
 from mmrag.ingest.chunking import chunk_page
-from mmrag.ingest.ids import point_id
+from mmrag.ingest.ids import document_id, point_id
 from mmrag.spaces.base import PageInput, Space
 from mmrag.store.base import FilterSpec, PointRecord, VectorStore, VectorValue
 from mmrag.types import Document, DocumentInfo
@@ -40,10 +40,11 @@ def page_payload(doc: Document, number: int, page_id: str) -> dict[str, Any]:
 
 
 def embed_pages(doc: Document, spaces: dict[str, Space], space_names: list[str],
-                config: IngestConfig) -> list[PointRecord]:
-    """Points (one per page of ``doc``, vectors of every requested space); ``doc`` may hold a page batch."""
+                config: IngestConfig, corpus: CorpusConfig | None = None) -> list[PointRecord]:
+    """Points (one per page of ``doc``, vectors of every requested space); ``doc`` may hold a page batch.
+    ``corpus`` applies per-corpus options (pooling factor, quantisation, BM25 length) to the spaces."""
     chunks = [chunk_page(p, config.chunk_words, config.chunk_overlap) for p in doc.pages]
-    active = [spaces[n] for n in space_names if n in spaces]
+    active = [spaces[n] if corpus is None else spaces[n].for_corpus(corpus) for n in space_names if n in spaces]
     images = None
     if any(s.needs_image for s in active):
         images = [Image.open(io.BytesIO(p.image_png)).convert("RGB") if p.image_png else None for p in doc.pages]
@@ -68,9 +69,9 @@ class Indexer:
     def parse(self, data: bytes, filename: str, metadata: dict[str, Any] | None = None) -> Document:
         return parse_document(data, filename, self.config, metadata)
 
-    def embed(self, doc: Document, space_names: list[str]) -> list[PointRecord]:
-        """Vectors of every page in every requested space, as points."""
-        return embed_pages(doc, self.spaces, space_names, self.config)
+    def embed(self, doc: Document, corpus: CorpusConfig) -> list[PointRecord]:
+        """Vectors of every page in every space of the corpus, as points."""
+        return embed_pages(doc, self.spaces, corpus.spaces, self.config, corpus)
 
     def write(self, corpus: str, doc: Document, points: list[PointRecord]) -> DocumentInfo:
         """Page images, then vectors, then the catalog row (a listed document is complete)."""
@@ -83,15 +84,14 @@ class Indexer:
 
     def ingest(self, corpus: str, data: bytes, filename: str, metadata: dict[str, Any] | None = None) -> IngestOutcome:
         """All three stages in this thread. Re-uploading the same bytes returns the stored document."""
-        space_names = self.catalog.corpus_config(corpus).spaces
-        from mmrag.ingest.ids import document_id
+        corpus_config = self.catalog.corpus_config(corpus)
 
         existing = self.catalog.find_document(corpus, document_id(data)) if data else None
         if existing is not None:
             return IngestOutcome(existing, created=False, timings={})
         t0 = time.perf_counter()
         doc = self.parse(data, filename, metadata)
-        points = self.embed(doc, space_names)
+        points = self.embed(doc, corpus_config)
         info = self.write(corpus, doc, points)
         doc.timings["total"] = time.perf_counter() - t0
         log.info("indexed %s (%d pages) into %s in %.2fs", filename, len(doc.pages), corpus, doc.timings["total"])

@@ -90,7 +90,8 @@ class Pipeline:
 
     # corpora -----------------------------------------------------------------
     def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
-        return CollectionSpec(spaces=tuple(s for name in config.spaces for s in self.spaces[name].specs()))
+        return CollectionSpec(spaces=tuple(s for name in config.spaces
+                                           for s in self.spaces[name].for_corpus(config).specs()))
 
     def create_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
         """Create a corpus with the requested spaces that are available here."""
@@ -139,6 +140,11 @@ class Pipeline:
         if not p.is_file():
             raise NotFound(f"no such file: {p}")
         return self.ingest_bytes(corpus, p.read_bytes(), p.name, metadata).document
+
+    def optimize(self, corpus: str) -> None:
+        """Build the corpus's indexes and quantised vectors now (the job writer does so after each job)."""
+        self.catalog.corpus_config(corpus)
+        self.store.optimize(corpus)
 
     def delete_document(self, corpus: str, doc_id: str) -> None:
         self.indexer.delete_document(corpus, doc_id)

@@ -154,6 +154,7 @@ class SearchRequest:
     kinds: list[str] | None = None  # only these evidence kinds ("page", "image"); None = all
     prefetch_limit: int | None = None  # candidates per space before fusion; None = RetrieveConfig.prefetch_limit
     rrf_k: int | None = None  # RRF constant; None = RetrieveConfig.rrf_k
+    fusion: str | None = None  # "dbsf" | "rrf"; None = RetrieveConfig.fusion (RRF whenever weights are given)
 
 
 @dataclass(slots=True)

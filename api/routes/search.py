@@ -47,7 +47,7 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
                          weights=None if options.weights is None else {str(k): v for k, v in options.weights.items()},
                          explain=options.explain, image_page_id=image_page_id, pages=pages,
                          kinds=list(options.kinds) if options.kinds else None, prefetch_limit=options.prefetch_limit,
-                         rrf_k=options.rrf_k)
+                         rrf_k=options.rrf_k, fusion=options.fusion)
 
 
 async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: SearchRequest) -> Response:

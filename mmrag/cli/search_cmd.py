@@ -51,7 +51,8 @@ def rest_body(req: SearchRequest) -> dict[str, Any]:
     """The JSON body of POST /corpora/{corpus}/search for a request."""
     body: dict[str, Any] = {"query": req.query, "top_k": req.top_k, "spaces": req.spaces, "weights": req.weights,
                             "document_ids": req.document_ids, "metadata": req.metadata, "kinds": req.kinds,
-                            "prefetch_limit": req.prefetch_limit, "rrf_k": req.rrf_k, "explain": req.explain,
+                            "prefetch_limit": req.prefetch_limit, "rrf_k": req.rrf_k, "fusion": req.fusion,
+                            "explain": req.explain,
                             "image_page_id": req.image_page_id}
     if req.pages:
         body["pages"] = {"first": req.pages[0], "last": req.pages[1]}
@@ -90,6 +91,7 @@ def search(
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only kinds: page, image (repeat)")] = None,
     prefetch: Annotated[int | None, typer.Option("--prefetch", help="Candidates per space before fusion")] = None,
     rrf_k: Annotated[int | None, typer.Option("--rrf-k", help="RRF constant, 1..1000")] = None,
+    fusion: Annotated[str | None, typer.Option("--fusion", help="dbsf or rrf (default dbsf; rrf with weights)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Per-space ranks and scores")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list")] = False,
 ) -> None:
@@ -99,7 +101,7 @@ def search(
                             document_ids=document or None, metadata=dict(parse_pairs(meta or [], "--meta")),
                             spaces=space or None, weights=parse_weights(weight or []), explain=explain,
                             image_page_id=like_page, pages=parse_pages(pages), kinds=kind or None,
-                            prefetch_limit=prefetch, rrf_k=rrf_k)
+                            prefetch_limit=prefetch, rrf_k=rrf_k, fusion=fusion)
         with open_backend() as backend:
             results = run_search(backend, corpus, req)
     except (MMRAGError, OSError) as exc:

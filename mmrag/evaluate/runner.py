@@ -115,7 +115,8 @@ def _notify_each(items: list[Any], stage: str, notify: ProgressCallback) -> Any:
 
 def _run_query(suite: Suite, target: EvalTarget, query: Query) -> dict[str, Any]:
     spec = suite.spec.pipeline
-    request = SearchRequest(query=query.text, top_k=spec.top_k, spaces=spec.spaces, weights=spec.weights)
+    request = SearchRequest(query=query.text, top_k=spec.top_k, spaces=spec.spaces, weights=spec.weights,
+                            fusion=spec.fusion, rrf_k=spec.rrf_k)
     judgments = suite.qrels.get(query.id, {})
     row: dict[str, Any] = {"id": query.id, "query": query.text, "tags": query.tags, "judgments": judgments}
     t0 = time.perf_counter()

@@ -60,7 +60,11 @@ class PipelineSpec(BaseModel):
     spaces: list[str] | None = None
     """Retrieval spaces (subset of text, bm25, clip, colpali); None: every space the corpus has."""
     weights: dict[str, float] | None = None
-    """RRF weight per space."""
+    """RRF weight per space (weighted requests use RRF)."""
+    fusion: Literal["dbsf", "rrf"] | None = None
+    """Fusion of the spaces' candidates; None: the pipeline's default (MMRAG_RETRIEVE__FUSION)."""
+    rrf_k: int | None = Field(None, ge=1, le=1000)
+    """RRF constant; None: the pipeline's default."""
     top_k: int = Field(10, ge=1, le=1000)
     """Results requested per query (should be >= the largest metric cutoff)."""
     answer_top_k: int = Field(5, ge=1, le=100)

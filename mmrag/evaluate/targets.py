@@ -119,6 +119,9 @@ class InProcessTarget:
             info = self.pipeline.ingest_path(corpus, path, metadata={"source": "eval"})
             pages += info.page_count
             progress(done, len(files), path.name)
+        optimize = getattr(self.pipeline, "optimize", None)
+        if callable(optimize):  # build indexes / quantised prefetch vectors before searching
+            optimize(corpus)
         return {"documents": len(files), "pages": pages}
 
     def search(self, corpus: str, request: SearchRequest) -> SearchOutcome:
@@ -187,8 +190,9 @@ class RestTarget:
 
     def search(self, corpus: str, request: SearchRequest) -> SearchOutcome:
         body: dict[str, Any] = {"query": request.query, "top_k": request.top_k, "spaces": request.spaces}
-        if request.weights is not None:
-            body["weights"] = request.weights
+        for key in ("weights", "fusion", "rrf_k"):
+            if getattr(request, key) is not None:
+                body[key] = getattr(request, key)
         if request.document_ids is not None:
             body["document_ids"] = request.document_ids
         data = self._check(self.client.post(f"/corpora/{corpus}/search", json=body), "search")

@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from mmrag.config import IngestConfig
+from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.indexing import embed_pages
 from mmrag.jobs.model import Work
@@ -103,7 +103,8 @@ def embed(ctx: StageContext, work: Work) -> list[Work]:
     m = ctx.spool.manifest(work.job_id, work.file)
     doc = batch_document(ctx.spool, work, with_images=any(
         ctx.spaces[s].needs_image for s in m["spaces"] if s in ctx.spaces))
-    points = embed_pages(doc, ctx.spaces, m["spaces"], ctx.ingest)
+    corpus_config = CorpusConfig.model_validate(m["corpus_config"]) if "corpus_config" in m else None
+    points = embed_pages(doc, ctx.spaces, m["spaces"], ctx.ingest, corpus_config)
     ctx.spool.put(work.job_id, work.file, work.batch, "points", points)
     timings = {**work.info.get("timings", {}), "embed": time.perf_counter() - t0}
     return [Work("write", work.job_id, work.file, work.batch, {"timings": timings})]

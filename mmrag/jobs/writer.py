@@ -61,7 +61,8 @@ class JobWriter:
     # creation ----------------------------------------------------------------------
     def submit(self, corpus: str, uploads: list[Upload]) -> tuple[str, list[Work]]:
         """Spool the bytes, record the job; returns its id and the first work (a plan per new file)."""
-        spaces = self.catalog.corpus_config(corpus).spaces
+        corpus_config = self.catalog.corpus_config(corpus)
+        spaces = corpus_config.spaces
         job_id = self.jobs.new_id()
         files = []
         for i, up in enumerate(uploads):
@@ -69,7 +70,8 @@ class JobWriter:
             exists = self.catalog.find_document(corpus, doc_id) is not None
             self.spool.put_manifest(job_id, i, {
                 "corpus": corpus, "filename": up.filename, "document_id": doc_id, "blob": blob,
-                "size_bytes": len(up.data), "metadata": up.metadata, "spaces": spaces})
+                "size_bytes": len(up.data), "metadata": up.metadata, "spaces": spaces,
+                "corpus_config": corpus_config.model_dump(mode="json")})
             state = FileState.EXISTS if exists else FileState.QUEUED
             files.append(NewFile(up.filename, doc_id, blob, len(up.data), state))
         self.jobs.create_job(job_id, corpus, files)
@@ -143,6 +145,8 @@ class JobWriter:
         if job.finished or any(f.state not in FINISHED_FILE for f in job.files):
             return
         all_failed = bool(job.files) and all(f.state == FileState.FAILED for f in job.files)
+        if not all_failed and self.catalog.has_corpus(job.corpus):
+            self.store.optimize(job.corpus)  # indexes and quantised prefetch vectors of the new points
         self.jobs.finish(job_id, JobState.FAILED if all_failed else JobState.DONE)
         self._cleanup(job)
 

@@ -3,7 +3,7 @@
 Shape of the plan (one Qdrant query on either engine)::
 
     rerank by colpali MaxSim (limit top_k)           <- only when colpali is used
-      └── RRF fusion, weighted (limit prefetch)      <- only with >= 2 stages
+      └── fusion: DBSF, or weighted RRF (limit prefetch)  <- only with >= 2 stages
             ├── text     dense chunks MaxSim (limit prefetch)
             ├── bm25     sparse IDF          (limit prefetch)
             ├── clip     dense               (limit prefetch)
@@ -29,6 +29,7 @@ class PlanOptions:
     prefetch_limit: int  # candidates per prefetch stage (and fused candidates before rerank)
     rrf_k: int  # reciprocal rank fusion constant
     weights: Mapping[str, float]  # space -> RRF weight (missing = 1.0)
+    fusion: str = "rrf"  # "rrf" (weighted) or "dbsf" (distribution-based, unweighted)
 
 
 def request_filter(request: SearchRequest) -> FilterSpec | None:
@@ -75,8 +76,11 @@ def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput,
         inner = stages[0][1]
     else:
         weights = [float(options.weights.get(n, 1.0)) for n, _ in stages]
-        inner = QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages], fusion="rrf",
-                          rrf_k=options.rrf_k, weights=weights if any(w != 1.0 for w in weights) else None)
+        weighted = any(w != 1.0 for w in weights)
+        fusion = "rrf" if weighted else options.fusion
+        inner = QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages],
+                          fusion="dbsf" if fusion == "dbsf" else "rrf", rrf_k=options.rrf_k,
+                          weights=weights if weighted else None)
     if rerank is None:
         inner.limit = options.top_k
         return inner

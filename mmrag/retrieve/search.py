@@ -72,6 +72,10 @@ class Retriever:
         if limit is not None and not request.top_k <= limit <= self.config.max_prefetch_limit:
             raise InvalidInput(f"prefetch_limit must be between top_k ({request.top_k}) and "
                                f"{self.config.max_prefetch_limit}, got {limit}")
+        if request.fusion not in (None, "rrf", "dbsf"):
+            raise InvalidInput(f"fusion must be 'rrf' or 'dbsf', got {request.fusion!r}")
+        if request.fusion == "dbsf" and any(w != 1.0 for w in (request.weights or {}).values()):
+            raise InvalidInput("weights apply to fusion 'rrf' only (Qdrant's DBSF takes no weights)")
         if request.rrf_k is not None and not 1 <= request.rrf_k <= 1000:
             raise InvalidInput(f"rrf_k must be between 1 and 1000, got {request.rrf_k}")
         if request.pages is not None:
@@ -95,7 +99,8 @@ class Retriever:
 
     def options(self, request: SearchRequest) -> PlanOptions:
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or self.config.prefetch_limit,
-                           rrf_k=request.rrf_k or self.config.rrf_k, weights=dict(request.weights or {}))
+                           rrf_k=request.rrf_k or self.config.rrf_k, weights=dict(request.weights or {}),
+                           fusion=request.fusion or ("rrf" if request.weights else self.config.fusion))
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
              request: SearchRequest) -> QueryNode:

@@ -116,5 +116,8 @@ class VectorStore(abc.ABC):
     @abc.abstractmethod
     def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000) -> list[Hit]: ...
 
+    def optimize(self, name: str) -> None:  # noqa: B027  (optional hook)
+        """Build indexes and quantised copies now (engines that defer them); a no-op by default."""
+
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Flush and release resources."""

@@ -169,6 +169,13 @@ class EdgeStore(VectorStore):
         records, _ = self._shard(name).scroll(qe.ScrollRequest(limit=limit, filter=edge_filter(flt), with_payload=True))
         return [_hit(r) for r in records]
 
+    def optimize(self, name: str) -> None:
+        """qdrant-edge builds HNSW graphs and quantised vectors only when asked: after each job."""
+        with self._lock:
+            shard = self._shard(name)
+            shard.optimize()
+            shard.flush()
+
     def close(self) -> None:
         with self._lock:
             for shard in self._shards.values():
