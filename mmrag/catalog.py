@@ -16,13 +16,13 @@ import json
 import re
 import shutil
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from mmrag.config import CorpusConfig
 from mmrag.errors import Conflict, InvalidInput, NotFound
+from mmrag.sqlite_db import SqliteDB
 from mmrag.types import BBox, Document, DocumentInfo, Page, PageInfo, TextSource, Word
 
 CORPUS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -57,23 +57,10 @@ def _words(data: str) -> list[Word]:
     return [Word(text=t, bbox=tuple(b)) for t, b in json.loads(data)]  # type: ignore[arg-type]
 
 
-class Catalog:
+class Catalog(SqliteDB):
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(data_dir / "catalog.sqlite3", check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._lock = threading.RLock()
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        super().__init__(data_dir / "catalog.sqlite3", _SCHEMA)
 
     # corpora ---------------------------------------------------------------
     def create_corpus(self, name: str, config: CorpusConfig) -> None:

@@ -8,8 +8,6 @@ Lifecycle: one :class:`JobStore` per process, thread-safe (one connection, one l
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from typing import Any
 
 from mmrag.errors import NotFound
 from mmrag.jobs.model import FileState, FileStatus, JobState, JobStatus
+from mmrag.sqlite_db import SqliteDB
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -45,23 +44,9 @@ class NewFile:
     state: FileState = FileState.QUEUED  # EXISTS when the corpus already holds these bytes
 
 
-class JobStore:
+class JobStore(SqliteDB):
     def __init__(self, data_dir: Path) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(data_dir / "jobs.sqlite3", check_same_thread=False, isolation_level=None,
-                                   timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._lock = threading.RLock()
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        super().__init__(data_dir / "jobs.sqlite3", _SCHEMA)
 
     def _exec(self, sql: str, *args: Any) -> int:
         with self._lock:
