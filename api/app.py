@@ -9,19 +9,24 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Literal
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse, Response
 
+from api.auth import AuthGate
+from api.contract import install_contract
 from api.errors import install_error_handlers
-from api.routes import answer, corpora, documents, evaluations, jobs, search
-from api.schemas import HealthOut
+from api.middleware import RequestMiddleware
+from api.observability import CONTENT_TYPE, Metrics, configure_logging, readiness
+from api.routes import answer, corpora, documents, evaluations, jobs, keys, search, web
+from api.schemas import HealthOut, LiveOut, ReadyOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
-from mmrag.evaluate.service import EvaluationService
-from mmrag.evaluate.targets import StreamingAnswerer
-from mmrag.jobs.runner import JobRunner, local_runner
+from mmrag.jobs.runner import RunnerFactory
 from mmrag.pipeline import Pipeline, build_pipeline
 
 log = logging.getLogger("mmrag.api")
@@ -36,12 +41,13 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.pipeline = pipeline or build_pipeline(settings)
+        configure_logging(settings.api.log_format, settings.log_level)
+        app.state.pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
         app.state.settings = settings
-        app.state.jobs = start_job_runner(app.state.pipeline)
-        answerer = app.state.pipeline.enable_answers()
-        app.state.evaluations = EvaluationService(app.state.pipeline, settings.data_dir / "evaluations",
-                                                  settings.eval_suites_dir, answerer=StreamingAnswerer(answerer))
+        app.state.auth = AuthGate(settings)
+        app.state.pipeline.enable_answers()  # load the VLM at start-up: /health says whether it is on
+        # the embedders of the served corpora load in the background: the first search or upload does not stall
+        threading.Thread(target=app.state.pipeline.warm_up, name="mmrag-warm-up", daemon=True).start()
         marker = server_file(settings)
         url = os.environ.get("MMRAG_SERVER_URL", f"http://{settings.api.host}:{settings.api.port}")
         with open(marker, "w") as fh:
@@ -51,8 +57,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         try:
             yield
         finally:
-            app.state.jobs.stop()
-            app.state.evaluations.close()
+            app.state.auth.close()
             if os.path.exists(marker):
                 os.unlink(marker)
             if pipeline is None:
@@ -61,12 +66,16 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app = FastAPI(title="mmrag", version=__version__, lifespan=lifespan,
                   description="Multimodal RAG: upload PDFs, scans and images; search them; get answers.")
     install_error_handlers(app)
+    app.state.metrics = Metrics(app.state)
+    app.add_middleware(RequestMiddleware, metrics=app.state.metrics, max_body_bytes=settings.api.max_request_bytes)
+    app.include_router(keys.router)
     app.include_router(corpora.router)
     app.include_router(documents.router)
     app.include_router(search.router)
     app.include_router(jobs.router)
     app.include_router(answer.router)
     app.include_router(evaluations.router)
+    app.include_router(web.router)
 
     @app.get("/health", response_model=HealthOut, tags=["health"])
     def health() -> HealthOut:
@@ -74,30 +83,46 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         info = app.state.pipeline.health()
         return HealthOut(status="ok", version=__version__, **info)
 
-    @app.get("/metrics", tags=["health"])
-    def metrics() -> dict[str, object]:
-        """Counters for monitoring: VLM engine (encoder cache hits/misses/evictions, admission tokens
-        in use, peak, queued) and which spaces are on."""
+    @app.get("/health/live", response_model=LiveOut, tags=["health"])
+    def live() -> LiveOut:
+        """The process answers (for a liveness probe: restart it if this fails)."""
+        return LiveOut(status="ok")
+
+    @app.get("/health/ready", response_model=ReadyOut, tags=["health"],
+             responses={503: {"model": ReadyOut, "description": "A dependency does not answer"}})
+    def ready() -> Response:
+        """Whether the store, the broker (when configured) and the embedding service (when configured)
+        answer: 200, else 503 with the failing checks (for a readiness probe: send no traffic)."""
+        checks = readiness(app.state)
+        ok = all(v == "ok" for v in checks.values())
+        body = ReadyOut(status="ok" if ok else "unavailable", checks=checks)
+        return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
+
+    @app.get("/metrics", tags=["health"], response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE: {}, "application/json": {}}}})
+    def metrics(format: Literal["prometheus", "json"] = "prometheus") -> Response:
+        """Prometheus text: requests and latency per route and status, pipeline stage timings, jobs by
+        state, queue depths, encoder cache, VLM admission. ``?format=json``: the VLM engine counters and
+        which spaces are on, as JSON."""
+        if format == "prometheus":
+            return Response(app.state.metrics.render(), media_type=CONTENT_TYPE)
         pipeline = app.state.pipeline
         engine = pipeline.answerer.engine if pipeline.answerer is not None else None
-        return {"vlm": engine.stats() if engine is not None else None, "spaces": sorted(pipeline.spaces),
-                "unavailable": dict(pipeline.unavailable)}
+        return JSONResponse({"vlm": engine.stats() if engine is not None else None, "spaces": sorted(pipeline.spaces),
+                             "unavailable": dict(pipeline.unavailable)})
 
+    install_contract(app, settings)
     return app
 
 
-def start_job_runner(pipeline: Pipeline) -> JobRunner:
-    """The embedded runner (worker threads) by default; with a broker, Celery workers run the stages
-    and this process applies the write queue (it owns the store)."""
-    runner: JobRunner
-    if pipeline.settings.jobs.broker_url:
-        from indexer.owner import CeleryRunner
+def job_runner(settings: Settings) -> RunnerFactory | None:
+    """With a broker, Celery workers run the stages and this process applies the write queue (it owns
+    the store); otherwise the pipeline's default, the embedded runner (worker threads)."""
+    if not settings.jobs.broker_url:
+        return None
+    from indexer.owner import celery_runner
 
-        runner = CeleryRunner(pipeline)
-    else:
-        runner = local_runner(pipeline)
-    runner.start()
-    return runner
+    return celery_runner
 
 
 def app_from_env() -> FastAPI:

@@ -1,8 +1,9 @@
-"""The embedding service: the embedders of ``mmrag.embed`` behind HTTP, with dynamic batching.
+"""The embedding service over HTTP: routes in front of :class:`mmrag.embed.service.EmbedService`.
 
-``create_embed_app(specs, options, batching)`` returns a FastAPI app that loads the models at
-start-up (a model that cannot load is listed under ``failed`` in ``/health``, the rest serve)
-and puts one :class:`~mmrag.embed.batching.DynamicBatcher` in front of each.
+``create_embed_app(specs, options, batching)`` returns a FastAPI app whose service loads the models
+at start-up (a model that cannot load is listed under ``failed`` in ``/health``, the rest serve)
+and puts one :class:`~mmrag.embed.batching.DynamicBatcher` in front of each. This module only
+parses requests and shapes responses; what is embedded or refused is decided by the service.
 
 Endpoints
 - ``POST /v1/embeddings`` — OpenAI-style text: ``{"model", "input": str | [str], "kind"?,
@@ -21,10 +22,8 @@ a full queue answers 429 with ``Retry-After``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -32,37 +31,16 @@ from typing import Any, Literal
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from api.errors import install_error_handlers, responses
-from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, load_embedder
-from mmrag.embed.batching import BatchingConfig, DynamicBatcher
-from mmrag.embed.wire import CONTENT_TYPE, check_text, decode_image, encode_vectors
-from mmrag.errors import (
-    InvalidInput,
-    MMRAGError,
-    NotFound,
-    TooLarge,
-    Unavailable,
-    UnsupportedMediaType,
-)
-from mmrag.types import Modality
+from mmrag.embed.base import EmbedderOptions, Kind
+from mmrag.embed.batching import BatchingConfig
+from mmrag.embed.service import EmbedService, InputLimits, prometheus_text
+from mmrag.embed.wire import CONTENT_TYPE, encode_vectors
+from mmrag.errors import InvalidInput, UnsupportedMediaType
 
-log = logging.getLogger(__name__)
 EncodingFormat = Literal["float", "base64", "binary"]
-
-
-class InputLimits(BaseModel):
-    """What one request may carry."""
-
-    max_items: int = Field(default=256, ge=1)
-    """Most inputs in one request."""
-    max_text_chars: int = Field(default=20_000, ge=1)
-    """Longest text input."""
-    max_image_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
-    """Largest encoded image."""
-    max_image_pixels: int = Field(default=40_000_000, ge=1)
-    """Largest decoded image (width x height): decompression-bomb guard."""
 
 
 class TextRequest(BaseModel):
@@ -71,67 +49,6 @@ class TextRequest(BaseModel):
     kind: Kind = "document"
     encoding_format: EncodingFormat | None = None
     dtype: Literal["float32", "float16"] = "float32"
-
-
-class EmbedService:
-    """Lifecycle: ``start()`` loads every spec (failures recorded, not raised) and starts the
-    batchers; ``embed(spec, items, kind)`` serves requests; ``stop()`` stops the batchers."""
-
-    def __init__(self, specs: Sequence[str], options: EmbedderOptions, batching: BatchingConfig,
-                 limits: InputLimits) -> None:
-        self.specs, self.options, self.batching, self.limits = list(specs), options, batching, limits
-        self.batchers: dict[str, DynamicBatcher] = {}
-        self.failed: dict[str, str] = {}
-
-    async def start(self) -> None:
-        for spec in self.specs:
-            try:
-                embedder = await asyncio.to_thread(load_embedder, spec, self.options)
-            except MMRAGError as exc:
-                log.warning("embedding model %s not loaded: %s", spec, exc.message)
-                self.failed[spec] = exc.message
-                continue
-            batcher = DynamicBatcher(embedder, self.batching)
-            await batcher.start()
-            self.batchers[spec] = batcher
-
-    async def stop(self) -> None:
-        for batcher in self.batchers.values():
-            await batcher.stop()
-
-    def batcher(self, spec: str) -> DynamicBatcher:
-        if spec in self.failed:
-            raise Unavailable(f"model {spec!r} failed to load: {self.failed[spec]}")
-        if spec not in self.batchers:
-            raise NotFound(f"unknown model {spec!r}; served: {', '.join(self.batchers) or 'none'}")
-        return self.batchers[spec]
-
-    def health(self) -> dict[str, Any]:
-        models = {spec: _describe(b.embedder, b.max_batch) for spec, b in self.batchers.items()}
-        status = "ok" if not self.failed else ("degraded" if models else "down")
-        return {"status": status, "models": models, "failed": self.failed,
-                "max_items_per_request": min(self.limits.max_items, self.batching.queue_size)}
-
-
-def _describe(embedder: Embedder, max_batch: int) -> dict[str, Any]:
-    return {"dim": embedder.dim, "multivector": embedder.multivector, "max_batch": max_batch,
-            "modalities": sorted(m.value for m in embedder.modalities)}
-
-
-def _check_count(n: int, limits: InputLimits, batcher: DynamicBatcher) -> None:
-    """A request must fit the limit and the model's whole queue (else it could never be admitted)."""
-    most = min(limits.max_items, batcher.config.queue_size)
-    if n == 0:
-        raise InvalidInput(f"input is empty; allowed: 1..{most} items")
-    if n > most:
-        raise TooLarge(f"{n} inputs in one request; allowed at most {most}")
-
-
-def _check_modality(batcher: DynamicBatcher, modality: Modality) -> None:
-    if modality not in batcher.embedder.modalities:
-        allowed = ", ".join(sorted(m.value for m in batcher.embedder.modalities))
-        spec = batcher.embedder.spec
-        raise InvalidInput(f"model {spec!r} does not embed {modality.value} (it takes: {allowed})")
 
 
 def vectors_response(spec: str, vectors: list[np.ndarray], multivector: bool, req: TextRequest) -> Response:
@@ -243,32 +160,15 @@ def create_embed_app(specs: Sequence[str], options: EmbedderOptions | None = Non
         except ValueError as exc:
             raise InvalidInput(f"body is not JSON: {exc}") from exc
         texts = [req.input] if isinstance(req.input, str) else req.input
-        batcher = service.batcher(req.model)
-        _check_modality(batcher, Modality.TEXT)
-        _check_count(len(texts), service.limits, batcher)
-        max_chars = service.limits.max_text_chars
-        items: list[Item] = [check_text(t, i, max_chars=max_chars) for i, t in enumerate(texts)]
-        vectors = await batcher.submit(items, req.kind)
-        return vectors_response(req.model, vectors, batcher.embedder.multivector, req)
+        vectors = await service.embed_texts(req.model, texts, req.kind)
+        return vectors_response(req.model, vectors, service.multivector(req.model), req)
 
     @app.post("/v1/embeddings/images", openapi_extra=IMAGE_OPENAPI, responses=VECTOR_RESPONSES)
     async def embed_images(request: Request) -> Response:
         fields, blobs = await _image_inputs(request, service.limits)
         req = _parse_image_fields(fields)
-        batcher = service.batcher(req.model)
-        _check_modality(batcher, Modality.IMAGE)
-        _check_count(len(blobs), service.limits, batcher)
-        lim = service.limits
-        images: list[Item] = []
-        for i, blob in enumerate(blobs):
-            try:
-                images.append(await asyncio.to_thread(decode_image, blob, max_bytes=lim.max_image_bytes,
-                                                      max_pixels=lim.max_image_pixels))
-            except MMRAGError as exc:
-                exc.message = f"image {i}: {exc.message}"
-                raise
-        vectors = await batcher.submit(images, req.kind)
-        return vectors_response(req.model, vectors, batcher.embedder.multivector, req)
+        vectors = await service.embed_images(req.model, blobs, req.kind)
+        return vectors_response(req.model, vectors, service.multivector(req.model), req)
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -277,30 +177,9 @@ def create_embed_app(specs: Sequence[str], options: EmbedderOptions | None = Non
 
     @app.get("/metrics")
     async def metrics(format: Literal["prometheus", "json"] = "prometheus") -> Response:
-        snap = {spec: b.snapshot() for spec, b in service.batchers.items()}
+        snap = service.snapshots()
         if format == "json":
             return JSONResponse({"models": snap})
         return PlainTextResponse(prometheus_text(snap), media_type="text/plain; version=0.0.4")
 
     return app
-
-
-def prometheus_text(snapshots: dict[str, dict[str, Any]]) -> str:
-    """Prometheus exposition of the batcher snapshots (one label set per model)."""
-    lines = []
-    for spec, snap in snapshots.items():
-        label = f'model="{spec}"'
-        for key in ("queue_depth", "items_per_s"):
-            lines.append(f"mmrag_embed_{key}{{{label}}} {snap[key]}")
-        for key in ("items_total", "batches_total", "rejected_total", "failed_items_total",
-                    "forward_seconds_total"):
-            lines.append(f"mmrag_embed_{key}{{{label}}} {snap[key]}")
-        cumulative = 0
-        hist = snap["batch_size_histogram"]
-        for le in [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]:
-            cumulative = sum(n for size, n in hist.items() if size <= le)
-            lines.append(f'mmrag_embed_batch_size_bucket{{{label},le="{le}"}} {cumulative}')
-        lines.append(f'mmrag_embed_batch_size_bucket{{{label},le="+Inf"}} {sum(hist.values())}')
-        lines.append(f"mmrag_embed_batch_size_sum{{{label}}} {sum(s * n for s, n in hist.items())}")
-        lines.append(f"mmrag_embed_batch_size_count{{{label}}} {sum(hist.values())}")
-    return "\n".join(lines) + "\n"

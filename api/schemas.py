@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mmrag.config import CorpusConfig
 
@@ -12,6 +12,8 @@ MetadataValue = str | int | float | bool | list[str] | list[int]
 
 
 class CorpusCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
+
     name: str = Field(..., min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9_-]*$",
                       description="1-63 characters of a-z, 0-9, '-', '_'")
     config: CorpusConfig | None = Field(None, description="Spaces and options; defaults to every available space")
@@ -63,12 +65,14 @@ class UploadOut(BaseModel):
     errors: list[FileError]
 
 
-SpaceName = Literal["text", "bm25", "clip", "colpali"]
+SpaceName = Literal["text", "bm25", "clip", "colpali", "document"]
 Weight = Annotated[float, Field(ge=0, le=100)]
 
 
 class PageRange(BaseModel):
     """Inclusive 1-based page numbers."""
+
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
 
     first: int = Field(1, ge=1, le=1_000_000, description="First page (1-based)")
     last: int = Field(1_000_000, ge=1, le=1_000_000, description="Last page (inclusive, >= first)")
@@ -76,6 +80,8 @@ class PageRange(BaseModel):
 
 class SearchOptions(BaseModel):
     """Everything about a search but the query itself (also the ``options`` part of an image upload)."""
+
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
 
     top_k: int = Field(10, ge=1, le=1000, description="Results to return, 1..MMRAG_RETRIEVE__MAX_TOP_K (default 100)")
     spaces: list[SpaceName] | None = Field(
@@ -142,3 +148,12 @@ class HealthOut(BaseModel):
     spaces: dict[str, Any]
     unavailable: dict[str, str]
     store: str
+
+
+class LiveOut(BaseModel):
+    status: Literal["ok"]
+
+
+class ReadyOut(BaseModel):
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, str] = Field(..., description="Each dependency: 'ok' or why it does not answer")

@@ -2,18 +2,26 @@
 
     python -m bench.embed_service --quick
 
-1. Service efficiency: a random-weight open_clip ViT-B-32 (real architecture, ``pretrained=None``;
-   compute dominates) is measured side by side (a) in-process, ``embed_batch`` of ``--batch``
-   images back to back, and (b) through the real HTTP service (uvicorn subprocess on 127.0.0.1,
-   ``max_batch = --batch``) with ``--clients`` concurrent clients each sending one image at a time
-   (multipart PNG, each waiting for its answer). The two sides alternate in rounds of the same
-   number of items, so background load hits both alike;
-   ``service_ratio = service items/s / in-process items/s`` over all rounds.
-2. Index size per page: a tiny random ColQwen2 (colpali-engine, real 128-dim output) with the
-   real processor's pixel budget embeds a letter-size page; bytes for full float32/float16,
-   hierarchical pooling (factors 2, 3), binary quantisation and the pooled prefetch vector.
+1. Service efficiency, per model: real page images (docling PDF pages rendered at 200 dpi, 1700 x
+   2200 px, PNG) through the models' real processors, measured side by side
+   (a) in-process: decode each PNG (the same ``decode_image`` the service uses) and call
+       ``embed_batch`` on chunks of ``--batch`` images, back to back, with the torch threads the
+       service's forward pass gets (``BatchingConfig.torch_threads``: all cores but one);
+   (b) through the real HTTP service (``mmrag embed-serve`` subprocess on 127.0.0.1, ``--max-batch
+       --batch``) with ``--clients`` concurrent clients, each sending one page per request and
+       waiting for its answer.
+   Both arms embed the same ``clients x per_client`` pages per round (so ``--clients`` and
+   ``--batch`` may differ), in ``--rounds`` ABBA-alternated rounds; per round ``service items/s /
+   in-process items/s``. Models: the tiny random ColQwen2 (colpali-engine, real processor at
+   vidore/colqwen2-v1.0's pixel budget) and the tiny random open_clip of ``tests/fixtures``, where
+   HTTP, decoding and batching are a visible share of the time, and a random-weight ViT-B-32 (real
+   architecture, compute-bound).
+2. Index size per page: a tiny random ColQwen2 embeds a letter-size page; bytes for full
+   float32/float16, hierarchical pooling (factors 2, 3), binary quantisation and the pooled
+   prefetch vector.
 
-Ends with ``RESULT service_ratio=<float>``.
+Ends with ``RESULT service_ratio=<median> _lo _hi`` (the lowest-median model: the conservative
+case) and ``service_ratio_<model>=...`` for each model.
 """
 
 from __future__ import annotations
@@ -21,26 +29,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import numpy as np
 from PIL import Image
 
-SPEC = "open_clip:ViT-B-32/none"
-SERVER = """
-import sys, uvicorn
-from api.embed_server import create_embed_app
-from mmrag.embed.base import EmbedderOptions
-from mmrag.embed.batching import BatchingConfig
-batching = BatchingConfig(max_batch=int(sys.argv[3]), max_wait_ms=float(sys.argv[4]), queue_size=1024)
-app = create_embed_app([sys.argv[1]], EmbedderOptions(device="auto"), batching)
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-"""
+from bench._http import free_port, start_server, stop_server
+from bench._pages import render_pages
+from bench._stats import Estimate, alternate, interval, machine_line, paired_ratios, result_line, verdict
+
+VIT = "open_clip:ViT-B-32/none"
 
 
 def page_image(width: int, height: int, seed: int = 0) -> Image.Image:
@@ -48,110 +51,105 @@ def page_image(width: int, height: int, seed: int = 0) -> Image.Image:
     return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
 
 
-def in_process_time(embedder: object, images: list[Image.Image], batches: int) -> float:
-    """Seconds for ``batches`` back-to-back ``embed_batch`` calls on one full batch."""
+def model_specs(folder: Path, which: list[str]) -> dict[str, str]:
+    """``name -> embedder spec`` of the models measured (tiny ones built offline under ``folder``)."""
+    from tests.fixtures.tiny_models import build_tiny_colqwen2, build_tiny_open_clip
+
+    specs: dict[str, str] = {}
+    if "colqwen2" in which:  # vidore/colqwen2-v1.0's processor budget: max_pixels = 768 * 28 * 28
+        specs["colqwen2"] = f"colpali:{build_tiny_colqwen2(folder / 'colqwen2', max_pixels=768 * 28 * 28)}"
+    if "clip" in which:
+        specs["clip"] = f"open_clip:local-dir:{build_tiny_open_clip(folder / 'clip') / 'local'}"
+    if "vitb32" in which:
+        specs["vitb32"] = VIT
+    return specs
+
+
+def in_process_rate(embedder: object, pngs: list[bytes], batch: int) -> float:
+    """Items/s of decode + ``embed_batch`` over ``pngs`` in chunks of ``batch``."""
+    from mmrag.imaging import decode_image
+
     start = time.perf_counter()
-    for _ in range(batches):
+    for i in range(0, len(pngs), batch):
+        images = [decode_image(b, max_bytes=1 << 30, max_pixels=1 << 30) for b in pngs[i:i + batch]]
         embedder.embed_batch(images)  # type: ignore[attr-defined]
-    return time.perf_counter() - start
+    return len(pngs) / (time.perf_counter() - start)
 
 
-async def service_time(url: str, png: bytes, clients: int, per_client: int) -> tuple[float, int]:
-    """Seconds for ``clients`` concurrent clients to each send ``per_client`` one-image requests
-    (each waits for its answer before sending the next); and the number of failed requests."""
-    errors = 0
+def service_rate(url: str, spec: str, pngs: list[bytes], clients: int) -> float:
+    """Items/s of ``clients`` closed-loop clients sending the ``pngs`` one per request."""
+    per_client = len(pngs) // clients
 
-    async def client(http: httpx.AsyncClient) -> None:
-        nonlocal errors
-        for _ in range(per_client):
-            r = await http.post("/v1/embeddings/images", data={"model": SPEC, "encoding_format": "binary"},
-                                files=[("image", ("page.png", png, "image/png"))])
-            errors += r.status_code != 200
+    async def run() -> float:
+        errors = 0
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as http:
-        start = time.perf_counter()
-        await asyncio.gather(*(client(http) for _ in range(clients)))
-        return time.perf_counter() - start, errors
+        async def client(http: httpx.AsyncClient, c: int) -> None:
+            nonlocal errors
+            for j in range(per_client):
+                png = pngs[c * per_client + j]
+                r = await http.post("/v1/embeddings/images", data={"model": spec, "encoding_format": "binary"},
+                                    files=[("image", ("page.png", png, "image/png"))])
+                errors += r.status_code != 200
 
+        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+        async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
+            t0 = time.perf_counter()
+            await asyncio.gather(*(client(http, c) for c in range(clients)))
+            took = time.perf_counter() - t0
+        if errors:
+            raise RuntimeError(f"{errors} failed requests")
+        return clients * per_client / took
 
-def start_server(port: int, batch: int, max_wait_ms: float) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, SPEC, str(port), str(batch), str(max_wait_ms)],
-                            cwd=Path(__file__).resolve().parent.parent)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if SPEC in httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).json().get("models", {}):
-                return proc
-        except (httpx.HTTPError, ValueError):
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError("embedding service exited during start-up")
-        time.sleep(0.5)
-    proc.terminate()
-    raise RuntimeError("embedding service did not start")
+    return asyncio.run(run())
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def arms(embedder: object, spec: str, url: str, pngs: list[bytes],
+         args: argparse.Namespace) -> dict[str, Callable[[int], float]]:
+    return {"in-process": lambda r: in_process_rate(embedder, pngs, args.batch),
+            "service": lambda r: service_rate(url, spec, pngs, args.clients)}
 
 
-def cpu_seconds(*pids: int) -> float:
-    """User + system CPU seconds used so far by these processes."""
-    import psutil
-
-    return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
-
-
-def efficiency(args: argparse.Namespace) -> float:
-    """Interleaved rounds of in-process and service work of the same size; the ratio of rates.
-
-    Also prints the ratio of items per CPU-second (server + clients vs in-process): on a shared
-    machine the wall-clock ratio moves with other processes' load, the CPU cost much less.
-    """
+def efficiency(args: argparse.Namespace) -> dict[str, Estimate]:
+    """Per model: the median over rounds of service items/s / in-process items/s, with its interval."""
     from mmrag.embed.base import EmbedderOptions, load_embedder
-    from mmrag.embed.client import png_bytes
+    from mmrag.embed.batching import limit_torch_threads
 
-    image = page_image(224, 224)
-    embedder = load_embedder(SPEC, EmbedderOptions(device="auto"))
-    batch = [image.copy() for _ in range(args.batch)]
-    png, port = png_bytes(image), free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = start_server(port, args.batch, args.max_wait_ms)
-    wall = {"local": 0.0, "served": 0.0}
-    cpu = {"local": 0.0, "served": 0.0}
-    me = os.getpid()
-    try:
-        in_process_time(embedder, batch, 1)  # warm-up both sides
-        asyncio.run(service_time(url, png, args.clients, 1))
-        for r in range(args.rounds):
-            mine0 = cpu_seconds(me)
-            t_local = in_process_time(embedder, batch, args.batches)
-            mine1, theirs1 = cpu_seconds(me), cpu_seconds(server.pid)
-            t_served, errors = asyncio.run(service_time(url, png, args.clients, args.batches))
-            cpu["local"] += mine1 - mine0
-            cpu["served"] += cpu_seconds(me) - mine1 + cpu_seconds(server.pid) - theirs1
-            wall["local"] += t_local
-            wall["served"] += t_served
-            n = args.batches * args.batch
-            print(f"round {r + 1}: in-process {n / t_local:.2f} items/s | service {n / t_served:.2f} items/s "
-                  f"({args.clients} clients, errors={errors})", flush=True)
-        snap = httpx.get(f"{url}/metrics", params={"format": "json"}).json()["models"][SPEC]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    n = args.rounds * args.batches * args.batch
-    print(f"in-process batch={args.batch}: {n / wall['local']:.2f} items/s, "
-          f"{n / cpu['local']:.3f} items/cpu-s")
-    print(f"service {args.clients} clients: {n / wall['served']:.2f} items/s, "
-          f"{n / cpu['served']:.3f} items/cpu-s; batch sizes {snap['batch_size_histogram']}")
-    print(f"cpu_cost_ratio={cpu['local'] / cpu['served']:.3f} (items per CPU-second, service / in-process)")
-    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (other processes share it)")
-    return wall["local"] / wall["served"]
+    limit_torch_threads(0)  # the in-process arm computes with the threads the service's forward gets
+    n = args.clients * args.per_client
+    pages = [b for _, b in render_pages(dpi=200, max_pages=n, scans=False)]
+    pngs = (pages * (n // len(pages) + 1))[:n]
+    print(f"{len(pngs)} page images per arm and round, {np.mean([len(b) for b in pngs]) / 1e6:.2f} MB PNG each; "
+          f"{args.clients} clients, batch {args.batch}", flush=True)
+    out: dict[str, Estimate] = {}
+    with tempfile.TemporaryDirectory(prefix="mmrag-embed-bench-") as tmp:
+        specs = model_specs(Path(tmp), args.models.split(","))
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        cmd = [str(Path(sys.executable).with_name("mmrag")), "embed-serve", "--host", "127.0.0.1", "--port",
+               str(port), "--device", args.device, "--max-batch", str(args.batch),
+               "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "4096"]
+        for spec in specs.values():
+            cmd += ["--model", spec]
+        server = start_server(cmd, f"{url}/health", lambda r: set(specs.values()) <= set(r.json()["models"]),
+                              log=Path(tmp) / "server.log")
+        try:
+            for name, spec in specs.items():
+                embedder = load_embedder(spec, EmbedderOptions(device=args.device))
+                in_process_rate(embedder, pngs[:args.batch], args.batch)  # warm-up both arms
+                service_rate(url, spec, pngs[:args.clients], args.clients)
+                print(f"{name} ({spec.split('/')[-1] if name != 'vitb32' else spec}):", flush=True)
+                rates = alternate(arms(embedder, spec, url, pngs, args), args.rounds)
+                out[name] = interval(paired_ratios(rates["service"], rates["in-process"]))
+                print(f"  in-process {np.median(rates['in-process']):.2f} items/s, service "
+                      f"{np.median(rates['service']):.2f} items/s; ratio {out[name].value:.3f} "
+                      f"[{out[name].lo:.3f}, {out[name].hi:.3f}]", flush=True)
+                del embedder
+            snap = httpx.get(f"{url}/metrics", params={"format": "json"}).json()["models"]
+            for name, spec in specs.items():
+                print(f"  {name}: service batch sizes {snap[spec]['batch_size_histogram']}")
+        finally:
+            stop_server(server)
+    return out
 
 
 def index_sizes() -> None:
@@ -182,19 +180,28 @@ def index_sizes() -> None:
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 3 batches (under 3 minutes here)")
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--batch", type=int, default=16, help="max batch of the service = in-process batch")
+    parser.add_argument("--quick", action="store_true", help="12 clients x 2 pages, batch 8 (minutes here)")
+    parser.add_argument("--clients", type=int, default=None)
+    parser.add_argument("--per-client", type=int, default=None, help="pages each client sends per round")
+    parser.add_argument("--batch", type=int, default=None, help="max batch of the service = in-process batch")
     parser.add_argument("--max-wait-ms", type=float, default=20.0)
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved in-process/service rounds")
-    parser.add_argument("--batches", type=int, default=None, help="batches per side per round")
+    parser.add_argument("--rounds", type=int, default=5, help="ABBA-alternated in-process/service rounds")
+    parser.add_argument("--models", default="colqwen2,clip,vitb32")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--skip-sizes", action="store_true", help="skip the index-size table")
     args = parser.parse_args()
-    args.rounds = args.rounds or (2 if args.quick else 5)
-    args.batches = args.batches or (3 if args.quick else 8)
-    index_sizes()
-    print()
-    ratio = efficiency(args)
-    print(f"RESULT service_ratio={ratio:.3f}")
+    args.clients = args.clients or (12 if args.quick else 16)
+    args.per_client = args.per_client or (2 if args.quick else 4)
+    args.batch = args.batch or (8 if args.quick else 16)
+    print(machine_line(), flush=True)
+    if not args.skip_sizes:
+        index_sizes()
+        print()
+    ratios = efficiency(args)
+    worst = min(ratios, key=lambda k: ratios[k].value)
+    print(machine_line())
+    print(verdict(f"service_ratio ({worst})", ratios[worst], 0.90, at_least=True))
+    print(result_line({"service_ratio": ratios[worst], **{f"service_ratio_{k}": v for k, v in ratios.items()}}))
 
 
 if __name__ == "__main__":

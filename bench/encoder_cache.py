@@ -1,19 +1,28 @@
-"""Encoder-cache benchmark: TTFT of answers whose evidence pages are cached vs cold.
+"""Encoder-cache benchmark: answer TTFT with 0 %, 50 % and 100 % of the evidence pages cached.
 
 Real high-resolution inputs (docling PDF pages rendered at 200 dpi with PyMuPDF, plus the scanned
 photos), the real Qwen2-VL image processor (min 56*56, max 1280*28*28 pixels), and a scaled-down
 random-weight Qwen2.5-VL whose vision-tower : language-model compute per image token equals
 Qwen2.5-VL-7B's (computed below from the 7B config numbers). Every answer sends 4 pages.
 
+Each of ``--answers`` answers (20 with ``--quick``) is measured in the three cache states, the
+order rotating from answer to answer: the cache is cleared, then 0, 2 or 4 of its pages are encoded
+by a priming answer with the same per-page token plan, then the answer is timed (call -> first
+token). Per answer: ``ttft(100 %) / ttft(0 %)`` and ``ttft(50 %) / ttft(0 %)``; medians over the
+answers with bootstrap intervals. The per-stage timings of the ``done`` event say where each saved
+millisecond came from (decode + preprocess, encoder queue, vision encoder, prefill, the rest).
+
     python -m bench.encoder_cache --quick
 
-ends with ``RESULT ttft_ratio=<warm/cold> encoder_share=<share of cold TTFT in decode+preprocess+encode>``.
+ends with ``RESULT ttft_ratio=… _lo _hi ttft_ratio_half=… encoder_removed=… encoder_share=…``
+(``encoder_removed``: share of the cold answer's decode + preprocess + encoder time gone when
+every page is cached; ``encoder_share``: that time's share of the cold TTFT).
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
+import os
 import statistics
 import tempfile
 import time
@@ -21,13 +30,14 @@ from pathlib import Path
 
 import torch
 
+from bench._pages import render_pages
+from bench._stats import interval, machine_line, paired_ratios, result_line, verdict
 from mmrag.generate.answer import AnswerService, TokenDelta
 from mmrag.generate.config import VLMConfig
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
-CORPUS = Path("/work/shared/corpus/docling")
 # Qwen/Qwen2.5-VL-7B-Instruct config.json (text and vision_config)
 QWEN25VL_7B = dict(
     hidden=3584,
@@ -68,24 +78,6 @@ def macs_per_image_token(c: dict[str, int]) -> tuple[float, float]:
     return float(vision), float(lm)
 
 
-def render_inputs(dpi: int = 200, max_pages: int = 12) -> list[tuple[str, bytes]]:
-    """PNG bytes of PDF pages at ``dpi`` plus the scanned photos; ``(label, bytes)``."""
-    import pymupdf
-
-    out: list[tuple[str, bytes]] = []
-    for path in sorted(glob.glob(str(CORPUS / "pdf" / "*.pdf"))):
-        with pymupdf.open(path) as doc:
-            for page in doc:
-                out.append((f"{Path(path).name} p{page.number + 1}", page.get_pixmap(dpi=dpi).tobytes("png")))
-                if len(out) >= max_pages:
-                    break
-        if len(out) >= max_pages:
-            break
-    for name in ("old_newspaper.png", "qr_bill_example.jpg"):
-        out.append((name, (CORPUS / "scans" / name).read_bytes()))
-    return out
-
-
 def scaled_model_dir(folder: Path) -> Path:
     """Save the scaled random Qwen2.5-VL + real processor; loadable like a hub id."""
     from tests.generate.tiny_vlm import save_tiny_qwen25vl
@@ -106,12 +98,14 @@ def scaled_model_dir(folder: Path) -> Path:
 
 
 def page_service(engine: VLMEngine, pages: list[tuple[str, bytes]], per_answer: int) -> AnswerService:
-    """AnswerService over an in-memory 'corpus': question i retrieves pages i*per_answer... ."""
+    """AnswerService over an in-memory 'corpus': question ``#q`` retrieves pages q*per_answer...;
+    ``#q:k`` only the first k of them (to prime the cache)."""
     images = {f"pg{i}": data for i, (_, data) in enumerate(pages)}
 
     def search(corpus: str, req: SearchRequest) -> SearchResult:
-        start = int(req.query.split("#")[1]) * per_answer
-        ids = [f"pg{(start + j) % len(pages)}" for j in range(per_answer)]
+        q, _, k = req.query.split("#")[1].partition(":")
+        start = int(q) * per_answer
+        ids = [f"pg{(start + j) % len(pages)}" for j in range(int(k) if k else per_answer)]
         ev = [
             Evidence(EvidenceKind.PAGE, corpus, "d", pages[int(p[2:])][0], p, 1, 1.0 - j / 10)
             for j, p in enumerate(ids)
@@ -121,13 +115,11 @@ def page_service(engine: VLMEngine, pages: list[tuple[str, bytes]], per_answer: 
     return AnswerService(search, lambda corpus, pid: images[pid], engine, max_tokens_per_image=1280)
 
 
-def ask(service: AnswerService, q: int, per_answer: int, budget: int) -> tuple[float, dict[str, float]]:
+def ask(service: AnswerService, query: str, top_k: int, budget: int) -> tuple[float, dict[str, float]]:
     """Answer-level TTFT (call -> first token) and the final timings."""
     t0 = time.perf_counter()
     ttft, timings = 0.0, {}
-    for ev in service.answer_stream(
-        "bench", f"question #{q}", top_k=per_answer, visual_token_budget=budget, max_new_tokens=4
-    ):
+    for ev in service.answer_stream("bench", query, top_k=top_k, visual_token_budget=budget, max_new_tokens=4):
         if isinstance(ev, TokenDelta) and not ttft:
             ttft = time.perf_counter() - t0
         if ev.event == "done":
@@ -135,10 +127,32 @@ def ask(service: AnswerService, q: int, per_answer: int, budget: int) -> tuple[f
     return ttft, timings
 
 
+STAGES = ("preprocess_s", "encoder_queue_s", "encoder_s", "prefill_s")
+STATES = (0, 50, 100)  # % of the answer's pages cached
+
+
+def measure(engine: VLMEngine, service: AnswerService, q: int, state: int, per_answer: int,
+            budget: int, warm_after_previous: bool = False) -> tuple[float, dict[str, float]]:
+    """Clear the cache, prime ``state`` % of answer q's pages (same per-page plan), time answer q.
+
+    At 100 % right after another state of the same answer, that answer has just cached every page:
+    no priming needed (the hit count below checks it)."""
+    cached = per_answer * state // 100
+    if not (state == 100 and warm_after_previous):
+        engine.cache.clear()
+        if cached:
+            ask(service, f"question #{q}:{cached}", cached, budget * cached // per_answer)
+    ttft, timings = ask(service, f"question #{q}", per_answer, budget)
+    expected = cached
+    if int(timings["cache_hits"]) != expected:
+        raise RuntimeError(f"answer {q} at {state} %: {timings['cache_hits']:.0f} hits, expected {expected}")
+    return ttft, timings
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="4 answers cold + 4 warm")
-    ap.add_argument("--answers", type=int, default=6)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="20 answers")
+    ap.add_argument("--answers", type=int, default=40)
     ap.add_argument("--device", default="cpu", help="torch device of the model (cpu, cuda)")
     ap.add_argument(
         "--budget",
@@ -147,17 +161,23 @@ def main() -> None:
         help="visual tokens per answer (default: the engine default, 1280 = 320 per page)",
     )
     args = ap.parse_args()
-    n = 4 if args.quick else args.answers
+    n = 20 if args.quick else args.answers
     per_answer = 4
     torch.manual_seed(0)
     v7, l7 = macs_per_image_token(QWEN25VL_7B)
     vs, ls = macs_per_image_token(SCALED)
+    print(machine_line())
     print(
         f"vision/LM MACs per image token: Qwen2.5-VL-7B {v7 / 1e9:.2f}G/{l7 / 1e9:.2f}G = {v7 / l7:.3f}; "
         f"scaled {vs / 1e6:.2f}M/{ls / 1e6:.2f}M = {vs / ls:.3f}"
     )
-    pages = render_inputs(max_pages=n * per_answer - 2)
-    print(f"inputs: {len(pages)} images, {statistics.mean(len(b) for _, b in pages) / 1e6:.2f} MB PNG/JPEG avg")
+    unique: dict[bytes, tuple[str, bytes]] = {}
+    for label, data in render_pages(max_pages=44):  # identical pages would hit the cache within an answer
+        unique.setdefault(data, (label, data))
+    pages = list(unique.values())
+    print(f"inputs: {len(pages)} images, {statistics.mean(len(b) for _, b in pages) / 1e6:.2f} MB PNG/JPEG avg; "
+          f"{n} answers x {per_answer} pages x 3 cache states", flush=True)
+    results: dict[int, list[tuple[float, dict[str, float]]]] = {s: [] for s in STATES}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = VLMConfig(
             model=str(scaled_model_dir(Path(tmp) / "scaled-qwen25vl")),
@@ -170,25 +190,43 @@ def main() -> None:
         backend = TransformersBackend.load(cfg)
         engine = VLMEngine(backend, cfg)
         service = page_service(engine, pages, per_answer)
-        for q in range(n):  # warm up code paths and kernels for every shape, then forget the features
-            ask(service, q, per_answer, args.budget)
-        engine.cache.clear()
-        cold = [ask(service, q, per_answer, args.budget) for q in range(n)]
-        warm = [ask(service, q, per_answer, args.budget) for q in range(n)]
+        for state in STATES:  # warm up code paths and kernels
+            measure(engine, service, 0, state, per_answer, args.budget)
+        for q in range(n):
+            order = STATES[q % 3:] + STATES[:q % 3]
+            for k, state in enumerate(order):
+                results[state].append(measure(engine, service, q, state, per_answer, args.budget, k > 0))
+            print(f"answer {q + 1}/{n}: " + " | ".join(f"{s} % {results[s][-1][0]:.3f}s" for s in STATES)
+                  + f" | load {os.getloadavg()[0]:.1f}", flush=True)
         engine.close()
-    cold_ttft = statistics.mean(t for t, _ in cold)
-    warm_ttft = statistics.mean(t for t, _ in warm)
-    image_s = statistics.mean(t["preprocess_s"] + t["encoder_s"] + t["encoder_queue_s"] for _, t in cold)
-    enc_s = statistics.mean(t["encoder_s"] for _, t in cold)
-    pre_s = statistics.mean(t["preprocess_s"] for _, t in cold)
+    report(results, n, per_answer, vs / ls)
+
+
+def report(results: dict[int, list[tuple[float, dict[str, float]]]], n: int, per_answer: int, mac_ratio: float) -> None:
+    cold, half, warm = (results[s] for s in STATES)
+    print(f"\nmean seconds per answer ({n} answers x {per_answer} pages):")
+    print(f"{'stage':<18}" + "".join(f"{f'{s} % cached':>14}" for s in STATES) + f"{'saved (0->100)':>16}")
+    rows = {st: [statistics.mean(t[st] for _, t in results[s]) for s in STATES] for st in STAGES}
+    ttft = [statistics.mean(x for x, _ in results[s]) for s in STATES]
+    rows["other"] = [ttft[i] - sum(rows[st][i] for st in STAGES) for i in range(3)]
+    saved_total = ttft[0] - ttft[2]
+    for st, v in rows.items():
+        share = (v[0] - v[2]) / saved_total if saved_total else 0.0
+        print(f"{st:<18}" + "".join(f"{x:>14.3f}" for x in v) + f"{v[0] - v[2]:>10.3f} ({100 * share:.0f} %)")
+    print(f"{'TTFT':<18}" + "".join(f"{x:>14.3f}" for x in ttft) + f"{saved_total:>10.3f}")
+    enc = lambda t: t["preprocess_s"] + t["encoder_s"] + t["encoder_queue_s"]  # noqa: E731
+    ratio = interval(paired_ratios([x for x, _ in warm], [x for x, _ in cold]))
+    ratio_half = interval(paired_ratios([x for x, _ in half], [x for x, _ in cold]))
+    removed = interval([1 - enc(w) / enc(c) for (_, w), (_, c) in zip(warm, cold, strict=True)])
+    enc_share = interval([enc(c) / x for x, c in cold])
     prefill = statistics.mean(t["prefill_s"] for _, t in cold)
-    print(
-        f"cold: ttft {cold_ttft:.3f}s (decode+preprocess {pre_s:.3f}s, encoder {enc_s:.3f}s, prefill "
-        f"{prefill:.3f}s, visual tokens {cold[0][1]['visual_tokens']:.0f}); warm: ttft {warm_ttft:.3f}s, "
-        f"hits {sum(t['cache_hits'] for _, t in warm):.0f}/{n * per_answer}"
-    )
-    print(f"measured encoder/prefill time per request: {enc_s / prefill:.3f} (MAC ratio {vs / ls:.3f})")
-    print(f"RESULT ttft_ratio={warm_ttft / cold_ttft:.3f} encoder_share={image_s / cold_ttft:.3f}")
+    print(f"measured encoder/prefill time per cold answer: "
+          f"{statistics.mean(t['encoder_s'] for _, t in cold) / prefill:.3f} (MAC ratio {mac_ratio:.3f})")
+    print(machine_line())
+    print(verdict("ttft_ratio", ratio, 0.5, at_least=False))
+    print(verdict("encoder_removed", removed, 0.9, at_least=True))
+    print(result_line({"ttft_ratio": ratio, "ttft_ratio_half": ratio_half, "encoder_removed": removed,
+                       "encoder_share": enc_share}))
 
 
 if __name__ == "__main__":

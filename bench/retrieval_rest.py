@@ -8,19 +8,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import numpy as np
 
+from bench._http import free_port, start_server, stop_server
 from bench.retrieval_store import CORPUS, open_pipeline, write_queries
 from mmrag.pipeline import Pipeline
 from mmrag.types import SearchRequest
@@ -28,14 +28,16 @@ from mmrag.types import SearchRequest
 CLIENTS = 8
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RestResult:
-    requests: int  # in-process
-    rest_requests: int
-    inproc_p50: float  # ms
-    inproc_p99: float
-    rest_p50: float
-    rest_p99: float
+    """Per-round latencies (ms) of both arms; rounds ABBA-alternated."""
+
+    requests: int  # in-process requests per round
+    rest_requests: list[int] = field(default_factory=list)  # REST requests per round
+    inproc_p50: list[float] = field(default_factory=list)
+    inproc_p99: list[float] = field(default_factory=list)
+    rest_p50: list[float] = field(default_factory=list)
+    rest_p99: list[float] = field(default_factory=list)
 
 
 def _percentiles(latencies: list[float]) -> tuple[float, float]:
@@ -52,12 +54,6 @@ def _load(call: Callable[[int], None], n_queries: int, requests: int) -> list[fl
     with ThreadPoolExecutor(CLIENTS) as pool:
         list(pool.map(one, range(CLIENTS * 2)))  # warm-up
         return list(pool.map(one, range(requests)))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _body(i: int, candidates: int) -> dict[str, object]:
@@ -108,53 +104,56 @@ def httpx_load(url: str, bodies: list[str], requests: int) -> tuple[float, float
 
 
 def rest_overhead(pipeline: Pipeline, data_dir: Path, qs: list[np.ndarray], candidates: int,
-                  requests: int) -> RestResult:
+                  requests: int, rounds: int = 5) -> RestResult:
     """Both sides open the stored corpus the same way (a fresh pipeline on the data folder, as
-    the server does): first in-process (8 threads calling the pipeline), then that pipeline
-    is closed and a uvicorn subprocess serves the same queries to 8 clients."""
-    pipeline.close()
-    pipeline = open_pipeline(data_dir, qs)
-
-    def inproc(i: int) -> None:
-        pipeline.search(CORPUS, SearchRequest(**_body(i, candidates)))  # type: ignore[arg-type]
-
-    t0 = time.perf_counter()
-    local = _load(inproc, len(qs), requests)
-    seconds = time.perf_counter() - t0
+    the server does; the store has one owner, so the arms take turns): in-process, 8 threads call
+    the pipeline; REST, a uvicorn subprocess serves the same queries to 8 clients (``wrk`` for as
+    long as the first in-process arm took). ``rounds`` rounds, the order ABBA-alternated."""
     pipeline.close()
     qpath = data_dir.parent / "queries.json"
     write_queries(qpath, qs)
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "bench.retrieval_server", str(data_dir), str(qpath), str(port)],
-                            env=env)
     bodies = [json.dumps(_body(i, candidates)) for i in range(len(qs))]
+    out = RestResult(requests)
+    seconds = 0.0
+    for r in range(rounds):
+        for arm in ("inproc", "rest") if r % 2 == 0 else ("rest", "inproc"):
+            if arm == "inproc":
+                t0 = time.perf_counter()
+                p50, p99 = _inproc_round(data_dir, qs, candidates, requests)
+                seconds = seconds or time.perf_counter() - t0
+                out.inproc_p50.append(p50)
+                out.inproc_p99.append(p99)
+            else:
+                p50, p99, n = _rest_round(data_dir, qpath, bodies, seconds, requests)
+                out.rest_p50.append(p50)
+                out.rest_p99.append(p99)
+                out.rest_requests.append(n)
+        print(f"  REST round {r + 1}: in-process p50 {out.inproc_p50[-1]:.2f} p99 {out.inproc_p99[-1]:.2f} ms | "
+              f"REST p50 {out.rest_p50[-1]:.2f} p99 {out.rest_p99[-1]:.2f} ms | load {os.getloadavg()[0]:.1f}",
+              flush=True)
+    return out
+
+
+def _inproc_round(data_dir: Path, qs: list[np.ndarray], candidates: int, requests: int) -> tuple[float, float]:
+    pipeline = open_pipeline(data_dir, qs)
     try:
-        url = f"http://127.0.0.1:{port}"
-        _wait(url, proc)
-        if shutil.which("wrk"):
-            rp50, rp99, n = wrk_load(url, bodies, seconds, data_dir.parent / "search.lua")
-        else:
-            rp50, rp99, n = httpx_load(url, bodies, requests)
+        def inproc(i: int) -> None:
+            pipeline.search(CORPUS, SearchRequest(**_body(i, candidates)))  # type: ignore[arg-type]
+
+        return _percentiles(_load(inproc, len(qs), requests))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    lp50, lp99 = _percentiles(local)
-    return RestResult(requests, n, lp50, lp99, rp50, rp99)
+        pipeline.close()
 
 
-def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("benchmark server exited")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    raise TimeoutError("benchmark server did not start")
+def _rest_round(data_dir: Path, qpath: Path, bodies: list[str], seconds: float,
+                requests: int) -> tuple[float, float, int]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_server([sys.executable, "-m", "bench.retrieval_server", str(data_dir), str(qpath), str(port)],
+                        f"{url}/health", timeout_s=120)
+    try:
+        if shutil.which("wrk"):
+            return wrk_load(url, bodies, seconds or 5.0, data_dir.parent / "search.lua")
+        return httpx_load(url, bodies, requests)
+    finally:
+        stop_server(proc)

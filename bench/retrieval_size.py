@@ -39,7 +39,8 @@ class SizeRow:
     name: str
     bytes_per_page: float
     ratio: float  # bytes / float32 full bytes
-    recall: float  # Recall@10 vs exhaustive float32
+    recall: float  # Recall@10 vs exhaustive float32, mean over the queries
+    recalls: tuple[float, ...] = ()  # per query, in the order given
 
 
 def _exhaustive(pages: list[np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
@@ -92,8 +93,9 @@ def size_quality(pages: list[np.ndarray], qs: list[np.ndarray], truth: list[np.n
     rows = []
     print(f"{'configuration':<48} {'bytes/page':>10} {'ratio':>7} {'Recall@10':>10}")
     for name, size, scorer in configs:
-        recall = float(np.mean([recall_at_k(t, top_k(scorer(q), 10)) for q, t in zip(qs, truth, strict=True)]))
-        row = SizeRow(name, size, size / full_bytes, recall)
+        per_query = tuple(recall_at_k(t, top_k(scorer(q), 10)) for q, t in zip(qs, truth, strict=True))
+        recall = float(np.mean(per_query))
+        row = SizeRow(name, size, size / full_bytes, recall, per_query)
         rows.append(row)
         print(f"{name:<48} {size:>10.0f} {row.ratio:>7.4f} {recall:>10.3f}", flush=True)
     return rows

@@ -19,19 +19,19 @@ from kombu import Message
 
 from indexer.app import make_celery, write_queue
 from indexer.tasks import send
-from mmrag.jobs.model import JobStatus, Work
-from mmrag.jobs.writer import Upload
-from mmrag.pipeline import Pipeline
+from mmrag.config import Settings
+from mmrag.jobs.model import JobStatus, Stage, Work
+from mmrag.jobs.stages import StageContext
+from mmrag.jobs.writer import JobWriter, Upload
 
 log = logging.getLogger(__name__)
 
 
 class CeleryRunner:
-    def __init__(self, pipeline: Pipeline, consume_writes: bool | None = None) -> None:
-        assert pipeline.job_writer is not None
-        self.pipeline, self.writer, self.config = pipeline, pipeline.job_writer, pipeline.settings.jobs
-        self.app = make_celery(pipeline.settings)
-        self.consume_writes = not pipeline.settings.store.url if consume_writes is None else consume_writes
+    def __init__(self, writer: JobWriter, settings: Settings, consume_writes: bool | None = None) -> None:
+        self.writer, self.config = writer, settings.jobs
+        self.app = make_celery(settings)
+        self.consume_writes = not settings.store.url if consume_writes is None else consume_writes
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -76,11 +76,11 @@ class CeleryRunner:
                     self._resend(job_id, f"no progress for {self.config.stall_s:.0f}s")
 
     def _on_message(self, body: object, message: Message) -> None:
-        stage = str(message.headers.get("task", "")).removeprefix("mmrag.")
+        stage: Stage = str(message.headers.get("task", "")).removeprefix("mmrag.")  # type: ignore[assignment]
         try:
             args = body[0] if isinstance(body, list | tuple) else []
             with self._lock:
-                work = self.writer.handle(Work(stage, *args))
+                work = self.writer.handle(Work.from_args(stage, *args))
             send(self.app, work)
         except Exception:  # a bad message must not block the queue; the stall watchdog redoes the batch
             log.exception("write-queue message %s failed", message.headers.get("id"))
@@ -100,3 +100,8 @@ class CeleryRunner:
             except Exception as exc:  # broker down: retry
                 log.warning("write-queue consumer: %s; reconnecting", exc)
                 self._stop.wait(2.0)
+
+
+def celery_runner(writer: JobWriter, ctx: StageContext, settings: Settings) -> CeleryRunner:
+    """A :data:`mmrag.jobs.runner.RunnerFactory`: the stages run on Celery workers (``ctx`` stays unused here)."""
+    return CeleryRunner(writer, settings)

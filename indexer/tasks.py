@@ -16,7 +16,7 @@ from celery import Celery, Task
 
 from indexer.app import task_name
 from mmrag.config import JobsConfig
-from mmrag.jobs.model import Work
+from mmrag.jobs.model import Stage, Work
 from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, run_stage
 
 
@@ -37,23 +37,25 @@ def run_with_retries(task: Task, ctx: StageContext, config: JobsConfig, work: Wo
 
 
 def register_worker_tasks(app: Celery, ctx: StageContext, config: JobsConfig) -> None:
-    def define(stage: str) -> None:
+    def define(stage: Stage) -> None:
         @app.task(name=task_name(stage), bind=True, max_retries=None)
         def stage_task(self: Task, job_id: str, file: int, batch: int, info: dict[str, Any]) -> None:
-            send(app, run_with_retries(self, ctx, config, Work(stage, job_id, file, batch, info)))
+            send(app, run_with_retries(self, ctx, config, Work.from_args(stage, job_id, file, batch, info)))
 
-    for stage in ("plan", "parse", "embed"):
+    worker_stages: tuple[Stage, ...] = ("plan", "parse", "embed")
+    for stage in worker_stages:
         define(stage)
 
 
 def register_writer_tasks(app: Celery, handle: Callable[[Work], list[Work]]) -> None:
     lock = threading.Lock()  # job state transitions are applied one at a time
 
-    def define(stage: str) -> None:
+    def define(stage: Stage) -> None:
         @app.task(name=task_name(stage), bind=True)
         def writer_task(self: Task, job_id: str, file: int, batch: int, info: dict[str, Any]) -> None:
             with lock:
-                send(app, handle(Work(stage, job_id, file, batch, info)))
+                send(app, handle(Work.from_args(stage, job_id, file, batch, info)))
 
-    for stage in ("write", "commit"):
+    owner_stages: tuple[Stage, ...] = ("write", "commit")
+    for stage in owner_stages:
         define(stage)

@@ -14,26 +14,23 @@ from celery import Celery
 from indexer.app import make_celery
 from indexer.tasks import register_worker_tasks, register_writer_tasks
 from mmrag.config import Settings
-from mmrag.jobs.spool import Spool
-from mmrag.jobs.stages import StageContext
-from mmrag.pipeline import build_embedders, build_pipeline, build_spaces, spool_dir
+from mmrag.pipeline import build_pipeline, build_worker_context
 
 ROLES = {"cpu": ["cpu"], "gpu": ["gpu"], "write": ["write"], "all": ["cpu", "gpu", "write"]}
 
 
 def build_worker(settings: Settings, role: str) -> Celery:
+    """The Celery app of one role. A role with the write queue owns the store: it builds the pipeline
+    (once; its stages embed with the pipeline's spaces); the others build only a stage context."""
     app = make_celery(settings)
     queues = ROLES[role]
-    spaces = None
-    if "gpu" in queues:
-        embedders, _ = build_embedders(settings)
-        spaces = build_spaces(embedders)
-    ctx = StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces)
-    register_worker_tasks(app, ctx, settings.jobs)
     if "write" in queues:
-        pipeline = build_pipeline(settings)
-        assert pipeline.job_writer is not None
+        pipeline = build_pipeline(settings, run_jobs=False)  # the Celery workers run the stages, not threads
         register_writer_tasks(app, pipeline.job_writer.handle)
+        ctx = pipeline.stage_context()
+    else:
+        ctx = build_worker_context(settings, embeds="gpu" in queues)
+    register_worker_tasks(app, ctx, settings.jobs)
     return app
 
 

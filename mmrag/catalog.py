@@ -3,7 +3,9 @@
 Layout under the data folder::
 
     catalog.sqlite3                      corpora, documents, pages (text + word boxes)
-    corpora/<corpus>/pages/<page>.png    rendered pages
+    corpora/<corpus>/sources/<doc>.pdf   each document's PDF, kept once: pages render from it on demand
+    corpora/<corpus>/pages/<page>.png    pages that cannot be re-rendered (OCRed, image uploads)
+                                         (:mod:`mmrag.ingest.page_store`)
 
 Lifecycle: one :class:`Catalog` per process, thread-safe (one connection, one lock,
 WAL journal). A document row is written last, after its pages and vectors, so a
@@ -22,6 +24,8 @@ from typing import Any
 
 from mmrag.config import CorpusConfig
 from mmrag.errors import Conflict, InvalidInput, NotFound
+from mmrag.ingest.page_store import PageImageStore, RenderSpec
+from mmrag.ingest.word_boxes import pack_words, unpack_words
 from mmrag.sqlite_db import SqliteDB
 from mmrag.types import BBox, Document, DocumentInfo, Page, PageInfo, TextSource, Word
 
@@ -49,17 +53,10 @@ def check_corpus_name(name: str) -> str:
     return name
 
 
-def _words_json(words: list[Word]) -> str:
-    return json.dumps([[w.text, [round(v, 5) for v in w.bbox]] for w in words], ensure_ascii=False)
-
-
-def _words(data: str) -> list[Word]:
-    return [Word(text=t, bbox=tuple(b)) for t, b in json.loads(data)]  # type: ignore[arg-type]
-
-
 class Catalog(SqliteDB):
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
+        self.page_images = PageImageStore()
         super().__init__(data_dir / "catalog.sqlite3", _SCHEMA)
 
     # corpora ---------------------------------------------------------------
@@ -82,10 +79,20 @@ class Catalog(SqliteDB):
 
     def list_corpora(self) -> list[tuple[str, CorpusConfig, float, int, int]]:
         """(name, config, created_at, documents, pages) for each corpus."""
+        return self._corpora("")
+
+    def corpus_summary(self, name: str) -> tuple[str, CorpusConfig, float, int, int]:
+        """(name, config, created_at, documents, pages) of one corpus (NotFound if unknown)."""
+        rows = self._corpora("WHERE c.name = ?", name)
+        if not rows:
+            self.corpus_config(name)  # raises the NotFound that says what to do
+        return rows[0]
+
+    def _corpora(self, where: str, *args: object) -> list[tuple[str, CorpusConfig, float, int, int]]:
         rows = self._rows(
             "SELECT c.name, c.config, c.created_at, COUNT(d.id), COALESCE(SUM(d.page_count), 0) FROM corpora c "
-            "LEFT JOIN documents d ON d.corpus = c.name GROUP BY c.name ORDER BY c.name")
-        return [(n, CorpusConfig.model_validate_json(c), t, int(d), int(p)) for n, c, t, d, p in rows]
+            f"LEFT JOIN documents d ON d.corpus = c.name {where} GROUP BY c.name ORDER BY c.name", *args)
+        return [(n, CorpusConfig.model_validate_json(c), float(t), int(d), int(p)) for n, c, t, d, p in rows]
 
     def delete_corpus(self, name: str) -> None:
         self.corpus_config(name)
@@ -103,16 +110,16 @@ class Catalog(SqliteDB):
     def page_image_path(self, corpus: str, page_id: str) -> Path:
         return self.corpus_dir(corpus) / "pages" / f"{page_id}.png"
 
-    def save_page_images(self, corpus: str, pages: list[Page]) -> None:
-        folder = self.corpus_dir(corpus) / "pages"
-        folder.mkdir(parents=True, exist_ok=True)
-        for page in pages:
-            if page.image_png is None:
-                continue
-            path = folder / f"{page.id}.png"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(page.image_png)
-            tmp.replace(path)
+    def save_page_images(self, corpus: str, pages: list[Page], source_pdf: bytes | None = None,
+                         render: RenderSpec | None = None) -> None:
+        """Keep the document's PDF once (pages render from it on demand) and the images that cannot be
+        rendered again (OCRed pages, image uploads; every page when there is no PDF)."""
+        self.page_images.save(self.corpus_dir(corpus), pages, source_pdf, render)
+
+    def page_image(self, corpus: str, page_id: str) -> bytes:
+        """PNG bytes of a page (NotFound for an unknown page): stored, or rendered from the kept PDF."""
+        info = self.page_info(corpus, page_id)
+        return self.page_images.image(self.corpus_dir(corpus), page_id, info.document_id, info.number)
 
     # documents ---------------------------------------------------------------
     def add_document(self, corpus: str, doc: Document) -> DocumentInfo:
@@ -124,13 +131,18 @@ class Catalog(SqliteDB):
                 self._db.execute(
                     "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (corpus, p.id, doc.id, p.number, p.width, p.height, p.image_hash, p.text_source.value,
-                     p.text, _words_json(p.words)))
+                     p.text, pack_words(p.words, p.text)))
             self._db.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (corpus, doc.id, doc.filename, doc.media_type, doc.size_bytes, len(doc.pages),
                  json.dumps(doc.metadata), now))
             self._db.execute("COMMIT")
         return self.document(corpus, doc.id)
+
+    def newest_document_date(self, corpus: str) -> str | None:
+        """The latest date a document of ``corpus`` is about (``metadata.doc.date``, set at ingestion)."""
+        rows = self._rows("SELECT max(json_extract(metadata, '$.doc.date')) FROM documents WHERE corpus = ?", corpus)
+        return str(rows[0][0]) if rows and rows[0][0] else None
 
     def _doc_info(self, corpus: str, row: tuple[Any, ...]) -> DocumentInfo:
         id_, filename, media, size, count, meta, created = row
@@ -165,8 +177,7 @@ class Catalog(SqliteDB):
             self._db.execute("DELETE FROM documents WHERE corpus = ? AND id = ?", (corpus, doc_id))
             self._db.execute("DELETE FROM pages WHERE corpus = ? AND document_id = ?", (corpus, doc_id))
             self._db.execute("COMMIT")
-        for pid in page_ids:
-            self.page_image_path(corpus, pid).unlink(missing_ok=True)
+        self.page_images.delete(self.corpus_dir(corpus), doc_id, page_ids)
         return page_ids
 
     def pages_of(self, corpus: str, doc_id: str) -> list[PageInfo]:
@@ -178,8 +189,8 @@ class Catalog(SqliteDB):
         if not page_ids:
             return {}
         marks = ",".join("?" * len(page_ids))
-        rows = self._rows(f"SELECT id, words FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
-        return {pid: _words(w) for pid, w in rows}
+        rows = self._rows(f"SELECT id, text, words FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
+        return {pid: unpack_words(w, t) for pid, t, w in rows}
 
     def page_info(self, corpus: str, page_id: str) -> PageInfo:
         rows = self._rows("SELECT id, document_id, number, width, height, image_hash, text_source, length(text) "

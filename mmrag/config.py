@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mmrag.generate.config import VLMConfig
+from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
 
@@ -58,6 +58,26 @@ class IngestConfig(BaseModel):
     """Words per text chunk (the text spaces index chunks)."""
     chunk_overlap: int = Field(30, ge=0)
     """Words shared by consecutive chunks."""
+    convert_timeout_s: float = Field(120.0, gt=0)
+    """Wall-clock limit of converting one non-PDF file to PDF (LibreOffice / PyMuPDF subprocess); killed after."""
+    convert_memory_bytes: int = Field(2 * 1024 * MiB, ge=64 * MiB)
+    """Address-space limit (RLIMIT_AS) of the conversion subprocess."""
+    max_zip_entries: int = Field(10_000, ge=1)
+    """Most entries in a ZIP container (DOCX, XLSX, ODT, EPUB, ...)."""
+    max_unzipped_bytes: int = Field(1024 * MiB, ge=1024)
+    """Largest total uncompressed size of a ZIP container's entries."""
+    max_zip_ratio: float = Field(200.0, gt=1)
+    """Largest compression ratio of one entry (over 1 MiB uncompressed): above it is a zip bomb."""
+    max_sheet_rows: int = Field(100_000, ge=1)
+    """Most rows in one worksheet (XLSX dimension, CSV/TSV lines); the rendered pages are also capped by max_pages."""
+    max_email_attachments: int = Field(100, ge=0)
+    """Most attachments of one email; each becomes its own document in the same job."""
+    keep_page_files: bool = False
+    """Also store every page's PNG as a file (the layout before pages were rendered on demand from the kept
+    PDF); the page store then keeps no PDF. For comparison (bench/storage.py) or when disk is cheaper than CPU."""
+    tables: bool = True
+    """Find tables on PDF pages (PyMuPDF find_tables) and write them into the text layer as rows that keep
+    each cell with its column header."""
 
 
 class EmbedConfig(BaseModel):
@@ -77,6 +97,9 @@ class EmbedConfig(BaseModel):
     """Timeout for one call to the embedding service."""
     max_text_chars: int = Field(20_000, ge=1)
     """Longest text accepted for embedding (queries and chunks)."""
+    backends: dict[str, str] = Field(default_factory=dict)
+    """Extra embedder backends, spec prefix -> ``module:attribute`` of a factory ``(name, options)``
+    (e.g. ``{"my": "mypkg.embed:load"}`` serves ``my:...`` specs); imported on first use."""
 
 
 class RetrieveConfig(BaseModel):
@@ -99,6 +122,20 @@ class RetrieveConfig(BaseModel):
     hybrid nDCG@5 from 0.908 (RRF k=60) to 0.943, level with BM25 alone (0.941) (docs/benchmarks.md)."""
     max_query_chars: int = Field(2000, ge=1)
     """Longest text query accepted."""
+    document_stage: bool = True
+    """Combine each page's match with its document's (corpora with the ``document`` space: title,
+    entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
+    document_weight: float = Field(2.0, ge=0, le=100)
+    """Weight of the document's match in the page's prior: ``page * (1 + w * document + ...)``."""
+    period_boost: float = Field(1.0, ge=0, le=100)
+    """Added to the prior of pages whose document has a period (date, quarter, fiscal year) the query names."""
+    recency_boost: float = Field(1.0, ge=0, le=100)
+    """Added to the prior of the newest documents when the query asks for the latest / most recent / current
+    (exponential decay from the corpus's newest document date, see ``recency_scale_days``)."""
+    recency_scale_days: float = Field(90.0, gt=0)
+    """Days before the newest document date at which the recency boost is half."""
+    document_candidates: int = Field(1000, ge=1, le=100_000)
+    """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
 
 
 class ApiConfig(BaseModel):
@@ -112,6 +149,21 @@ class ApiConfig(BaseModel):
     """Most files in one multipart upload."""
     public_url: str = ""
     """Prefix for URLs in responses (empty: relative URLs)."""
+    auth: Literal["auto", "required", "off"] = "auto"
+    """API keys: ``auto`` runs open (no key needed) only when bound to a loopback address, else keys
+    are required; ``required`` always; ``off`` never (keys are ignored). Manage keys with ``mmrag keys``."""
+    rate_per_key: float = Field(50.0, ge=0)
+    """Requests per second one API key may make on average (token bucket); 0: no limit. Beyond it: 429."""
+    rate_burst: int = Field(100, ge=1)
+    """Requests one key may make at once before the per-second rate applies."""
+    max_jobs_per_key: int = Field(4, ge=0)
+    """Unfinished ingestion jobs one API key may have at a time; 0: no limit. Beyond it: 429."""
+    max_request_bytes: int = Field(512 * MiB, ge=1024)
+    """Largest request body (all files of an upload together); larger requests are refused before
+    they are read (413)."""
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per log line (time, level, logger, message, request id, route, status,
+    duration). Keys and document text are never logged."""
 
 
 class JobsConfig(BaseModel):
@@ -159,20 +211,31 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: object) -> Settings:
     """Build the settings from the environment, then apply keyword overrides (CLI flags)."""
-    settings = Settings()
-    data = settings.model_dump()
-    for key, value in overrides.items():
-        if value is not None:
-            data[key] = value
-    settings = Settings.model_validate(data)
+    settings = merge_settings(Settings(), {k: v for k, v in overrides.items() if v is not None})
     settings.data_dir = Path(os.path.expanduser(str(settings.data_dir))).resolve()
     return settings
+
+
+def merge_settings(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    """A copy of ``settings`` with nested ``overrides`` applied (``{"embed": {"clip_model": None}}``
+    changes that one field), validated again: the one settings merge (CLI flags, suite settings)."""
+    data = settings.model_dump()
+
+    def merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+        for key, value in extra.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                merge(base[key], value)
+            else:
+                base[key] = value
+
+    merge(data, overrides)
+    return type(settings).model_validate(data)
 
 
 class CorpusConfig(BaseModel):
     """Per-corpus settings, fixed when the corpus is created (they shape its collection)."""
 
-    spaces: list[str] = Field(default_factory=lambda: ["text", "bm25", "clip", "colpali"])
+    spaces: list[str] = Field(default_factory=lambda: ["text", "bm25", "clip", "colpali", "document"], min_length=1)
     """Retrieval spaces to index. Spaces whose model cannot be loaded are dropped at creation, with a note."""
     description: str = ""
     """Free text for people."""

@@ -49,6 +49,18 @@ class NotFound(MMRAGError):
     code = "not_found"
 
 
+class Unauthorized(MMRAGError):
+    """No API key, or one that is unknown or revoked."""
+
+    code = "unauthorized"
+
+
+class Forbidden(MMRAGError):
+    """A valid API key whose scope does not allow this action."""
+
+    code = "forbidden"
+
+
 class Conflict(MMRAGError):
     """The request contradicts existing state (e.g. the corpus already exists)."""
 
@@ -69,3 +81,21 @@ class Unavailable(MMRAGError):
     """A component (model, embedding service, VLM) is not configured or not reachable."""
 
     code = "unavailable"
+
+
+def _classes(base: type[MMRAGError]) -> list[type[MMRAGError]]:
+    out = [base]
+    for sub in base.__subclasses__():
+        out.extend(_classes(sub))
+    return out
+
+
+def error_for_code(code: str, message: str, *, fallback: type[MMRAGError] = MMRAGError,
+                   retry_after: float | None = None, detail: dict[str, object] | None = None) -> MMRAGError:
+    """The error that a wire error body ``{"error": code, "message": ...}`` stands for: the one
+    code <-> class map shared by the API, the CLI, the REST client and the embedding client.
+    Unknown codes give ``fallback``; ``retry_after`` goes to :class:`Overloaded`."""
+    cls = next((c for c in _classes(MMRAGError) if c.code == code), fallback)
+    if issubclass(cls, Overloaded):
+        return cls(message, retry_after=retry_after or 1.0, detail=detail)
+    return cls(message, detail=detail)

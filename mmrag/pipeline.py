@@ -10,39 +10,35 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mmrag.catalog import Catalog, check_corpus_name
 from mmrag.config import CorpusConfig, Settings
-from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder
-from mmrag.errors import Conflict, MMRAGError, NotFound, Unavailable
-from mmrag.indexing import Indexer, IngestOutcome
+from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
+from mmrag.embed.lazy import LOAD_ERRORS, LazyEmbedder, model_states, one_line, usable
+from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound, Unavailable, error_for_code
+from mmrag.hub import go_offline_if_unreachable
+from mmrag.jobs.model import FileState, FileStatus, JobStatus
+from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 
 if TYPE_CHECKING:
+    from mmrag.evaluate.service import EvaluationService
     from mmrag.generate.answer import AnswerService
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
-from mmrag.jobs.writer import JobWriter
+from mmrag.jobs.writer import JobWriter, Upload, check_upload
 from mmrag.retrieve import Retriever
 from mmrag.spaces import Bm25Space, Space, TextDenseSpace
+from mmrag.spaces.document import DocumentSpace
 from mmrag.store import CollectionSpec, VectorStore, open_store
 from mmrag.types import SPACES, DocumentInfo, SearchRequest, SearchResult
 
 log = logging.getLogger(__name__)
-
-
-def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
 
 
 class DataDirLock:
@@ -73,20 +69,38 @@ class DataDirLock:
             self._file = None
 
 
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    """One file ingested through a job (:meth:`Pipeline.ingest_bytes`)."""
+
+    document: DocumentInfo
+    created: bool  # False: the same bytes were already indexed (nothing redone)
+    timings: dict[str, float]  # the job's stage timings (plan, parse, embed, write)
+
+
 @dataclass
 class Pipeline:
+    """Everything one process needs, wired by :func:`build_pipeline` (see docs/architecture.md)."""
+
     settings: Settings
     catalog: Catalog
     store: VectorStore
     embedders: dict[str, Embedder]  # space name -> embedder
     spaces: dict[str, Space]
-    indexer: Indexer
     retriever: Retriever
+    jobs: JobStore  # job state (written only by this process: it owns the store)
+    job_writer: JobWriter  # the owner side of jobs: applies write/commit work, deletes documents
+    runner: JobRunner  # runs ingestion jobs: embedded threads or Celery workers (every ingest goes here)
     unavailable: dict[str, str] = field(default_factory=dict)  # space -> why it is off
     lock: DataDirLock | None = None
-    answerer: AnswerService | None = None  # retrieval + VLM (or extractive) answers
-    jobs: JobStore | None = None  # job state (written only by this process: it owns the store)
-    job_writer: JobWriter | None = None  # applies write/commit work of jobs
+    answerer: AnswerService | None = None  # retrieval + VLM (or extractive) answers, built by enable_answers
+    evaluations: EvaluationService = field(init=False)  # evaluation jobs over this pipeline (REST)
+
+    def __post_init__(self) -> None:
+        from mmrag.evaluate.service import EvaluationService
+
+        self.evaluations = EvaluationService(self, self.settings.data_dir / "evaluations",
+                                             self.settings.eval_suites_dir, answerer=self)
 
     # corpora -----------------------------------------------------------------
     def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
@@ -102,20 +116,34 @@ class Pipeline:
             from mmrag.errors import InvalidInput
 
             raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(SPACES)}")
-        dropped = [s for s in config.spaces if s not in self.spaces]
+        # a space with a model is available when its model loads (now, on first need: its dim shapes the collection)
+        dropped = [s for s in config.spaces if s not in self.spaces or (s in self.embedders
+                                                                        and not usable(self.embedders[s]))]
         if dropped:
-            log.warning("corpus %s: spaces %s are not available here (%s)", name, dropped,
-                        "; ".join(f"{s}: {self.unavailable.get(s, 'not configured')}" for s in dropped))
-        config.spaces = [s for s in config.spaces if s in self.spaces]
+            log.warning("corpus %s: created without spaces %s (%s)", name, dropped,
+                        "; ".join(f"{s}: {one_line(self.unavailable.get(s, 'not configured'), 100)}"
+                                  for s in dropped))
+        config.spaces = [s for s in config.spaces if s not in dropped]
         if not config.spaces:
             raise Unavailable(f"none of the requested spaces is available: {self.unavailable}")
         for space, embedder in self.embedders.items():
-            setattr(config, f"{space}_model", embedder.spec)
+            if space in config.spaces:
+                setattr(config, f"{space}_model", embedder.spec)
         if self.catalog.has_corpus(name):
             raise Conflict(f"corpus {name!r} already exists")
         self.store.create_collection(name, self.collection_spec(config))
         self.catalog.create_corpus(name, config)
         return config
+
+    def warm_up(self) -> None:
+        """Load the models that the served corpora use, and those a new corpus would get, now rather than on
+        the first request (the API calls this on a background thread at start-up; failures land in
+        ``unavailable`` as they would on first use)."""
+        wanted = set(CorpusConfig().spaces)
+        for _, config, *_ in self.catalog.list_corpora():
+            wanted.update(config.spaces)
+        for space in sorted(wanted & set(self.embedders)):
+            usable(self.embedders[space])
 
     def ensure_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
         if self.catalog.has_corpus(name):
@@ -130,16 +158,54 @@ class Pipeline:
         self.store.delete_collection(name)
         self.catalog.delete_corpus(name)
 
-    # documents -----------------------------------------------------------------
+    # documents: every ingest is a job ---------------------------------------------------
+    def ingest_uploads(self, corpus: str, uploads: list[Upload],
+                       progress: Callable[[JobStatus], None] | None = None) -> JobStatus:
+        """Run one job over the uploads and wait for it (the runner's threads or Celery workers do the work)."""
+        return self.wait_job(self.runner.submit(corpus, uploads), progress)
+
+    def wait_job(self, job_id: str, progress: Callable[[JobStatus], None] | None = None,
+                 every: float = 0.02) -> JobStatus:
+        """Poll the job state until the job has finished; ``progress`` sees every change."""
+        last = None
+        while True:
+            job = self.jobs.status(job_id)
+            if progress is not None and (job.updated_at, job.pages_done) != last:
+                last = (job.updated_at, job.pages_done)
+                progress(job)
+            if job.finished:
+                return job
+            time.sleep(every)
+
     def ingest_bytes(self, corpus: str, data: bytes, filename: str,
                      metadata: dict[str, Any] | None = None) -> IngestOutcome:
-        return self.indexer.ingest(corpus, data, filename, metadata)
+        """Index one file through a job; its error (corrupt, too large, ...) is raised here."""
+        check_upload(data, filename, self.settings.ingest.max_upload_bytes, self.settings.ingest)
+        job = self.ingest_uploads(corpus, [Upload(filename, data, dict(metadata or {}))])
+        f = job.files[0]
+        return IngestOutcome(self.ingested_document(job, f), f.state == FileState.DONE, dict(job.timings))
+
+    def ingest_files(self, corpus: str, paths: Sequence[str | Path], metadata: dict[str, Any] | None = None,
+                     progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
+        """Index files in one job; the first failed file's error is raised once the job has finished."""
+        uploads = []
+        for path in map(Path, paths):
+            if not path.is_file():
+                raise NotFound(f"no such file: {path}")
+            data = path.read_bytes()
+            check_upload(data, path.name, self.settings.ingest.max_upload_bytes, self.settings.ingest)
+            uploads.append(Upload(path.name, data, dict(metadata or {})))
+        job = self.ingest_uploads(corpus, uploads, progress)
+        return [self.ingested_document(job, f) for f in job.files]
 
     def ingest_path(self, corpus: str, path: str | Path, metadata: dict[str, Any] | None = None) -> DocumentInfo:
-        p = Path(path)
-        if not p.is_file():
-            raise NotFound(f"no such file: {p}")
-        return self.ingest_bytes(corpus, p.read_bytes(), p.name, metadata).document
+        return self.ingest_files(corpus, [path], metadata)[0]
+
+    def ingested_document(self, job: JobStatus, f: FileStatus) -> DocumentInfo:
+        """The stored document of a finished job's file, or the error the file failed with."""
+        if f.state in (FileState.DONE, FileState.EXISTS):
+            return self.catalog.document(job.corpus, f.document_id)
+        raise error_for_code(f.error or "error", f"{f.filename}: {f.message or f.state.value}", fallback=InvalidInput)
 
     def optimize(self, corpus: str) -> None:
         """Build the corpus's indexes and quantised vectors now (the job writer does so after each job)."""
@@ -147,31 +213,36 @@ class Pipeline:
         self.store.optimize(corpus)
 
     def delete_document(self, corpus: str, doc_id: str) -> None:
-        self.indexer.delete_document(corpus, doc_id)
+        self.job_writer.delete_document(corpus, doc_id)
 
     # search ------------------------------------------------------------------
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         return self.retriever.search(corpus, request)
 
     def health(self) -> dict[str, Any]:
+        """Spaces that are on, with their model's state (loaded / not loaded: models load on first use),
+        and every space or model that is off with its reason. Loads nothing."""
+        models = model_states(self.embedders)
         return {
-            "spaces": {name: {"model": getattr(self.embedders.get(name), "spec", None)} for name in self.spaces},
+            "spaces": {name: models.get(name, {"model": None, "state": "loaded"}) for name in self.spaces
+                       if models.get(name, {}).get("state") != "failed"},
             "unavailable": dict(self.unavailable),
             "store": "qdrant-server" if self.settings.store.url else f"embedded-{self.settings.store.engine}",
         }
 
     def stage_context(self) -> StageContext:
-        """What the in-process job runner needs to run the worker stages (parse, embed) here."""
-        assert self.job_writer is not None
-        return StageContext(self.settings.ingest, self.job_writer.spool, self.settings.jobs.batch_pages, self.spaces)
+        """What a runner needs to run the worker stages (parse, embed) in this process."""
+        return build_stage_context(self.settings, self.spaces)
+
+    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
+        """One answer as plain data (the evaluation's ``Answerer``), from the answer service."""
+        from mmrag.evaluate.targets import StreamingAnswerer
+
+        return StreamingAnswerer(self.enable_answers()).answer(corpus, question, top_k)
 
     def load_page_image(self, corpus: str, page_id: str) -> bytes:
-        """PNG bytes of a stored page (NotFound for an unknown page)."""
-        self.catalog.page_info(corpus, page_id)
-        path = self.catalog.page_image_path(corpus, page_id)
-        if not path.exists():
-            raise NotFound(f"image of page {page_id!r} is missing")
-        return path.read_bytes()
+        """PNG bytes of a stored page (NotFound for an unknown page), as the embedders saw it."""
+        return self.catalog.page_image(corpus, page_id)
 
     def enable_answers(self) -> AnswerService:
         """Build the answer service once (loads the VLM). When the configured VLM cannot be loaded the
@@ -179,83 +250,93 @@ class Pipeline:
         if self.answerer is None:
             from mmrag.generate.answer import AnswerService
 
+            if self.settings.vlm.backend == "transformers":
+                go_offline_if_unreachable()
             try:
                 self.answerer = AnswerService.from_config(self.search, self.load_page_image, self.settings.vlm)
-            except (MMRAGError, OSError, ValueError, RuntimeError) as exc:
-                self.unavailable["vlm"] = f"{self.settings.vlm.model}: {exc}"
-                log.warning("VLM is OFF: %s; answers will be extractive", exc)
+            except LOAD_ERRORS as exc:
                 vlm = self.settings.vlm
+                reason = exc.message if isinstance(exc, MMRAGError) else str(exc)
+                self.unavailable["vlm"] = f"{vlm.model}: {reason}"
+                log.warning("VLM %s is not available, answers will be extractive: %s", vlm.model, one_line(reason))
                 self.answerer = AnswerService(self.search, self.load_page_image, None,
                                               default_visual_token_budget=vlm.visual_token_budget,
                                               max_tokens_per_image=vlm.max_visual_tokens_per_image,
-                                              default_max_new_tokens=vlm.max_new_tokens)
+                                              default_max_new_tokens=vlm.max_new_tokens,
+                                              extractive_reason=f"The VLM {vlm.model} could not be loaded "
+                                                                f"({one_line(reason)})")
             if self.settings.vlm.backend == "none":
                 self.unavailable.setdefault("vlm", "disabled in configuration (vlm.backend = none)")
         return self.answerer
 
     def close(self) -> None:
+        """Stop the job runner (work in flight resumes at the next start) and evaluations, then the stores."""
+        self.runner.stop()
+        self.evaluations.close()
         if self.answerer is not None and self.answerer.engine is not None:
             self.answerer.engine.close()
         self.store.close()
         self.catalog.close()
-        if self.jobs is not None:
-            self.jobs.close()
+        self.jobs.close()
         if self.lock is not None:
             self.lock.release()
 
 
-def _load_optional(space: str, spec: str | None, options: EmbedderOptions,
-                   unavailable: dict[str, str]) -> Embedder | None:
-    if not spec:
-        unavailable[space] = "disabled in configuration"
-        return None
-    try:
-        return load_embedder(spec, options)
-    except (MMRAGError, OSError, ValueError, RuntimeError) as exc:
-        unavailable[space] = f"{spec}: {exc}"
-        log.warning("space %r is OFF: cannot load %s (%s); running without it", space, spec, exc)
-        return None
+def _lazy_model(space: str, spec: str, settings: Settings, unavailable: dict[str, str]) -> LazyEmbedder:
+    """The model of one space, loaded on first use: in-process, or from the embedding service.
+    A load failure turns the space off with its reason (``unavailable``) and one warning line."""
+    url = settings.embed.service_url
+
+    def load() -> Embedder:
+        if url:
+            from mmrag.embed.client import RemoteEmbedder
+
+            return RemoteEmbedder(url, spec, timeout_s=settings.embed.timeout_s)
+        go_offline_if_unreachable()
+        return load_embedder(spec, EmbedderOptions(device=settings.embed.device))
+
+    def failed(reason: str) -> None:
+        unavailable[space] = f"{spec}: {reason}"
+        log.warning("space %r is off: %s", space, one_line(reason))
+
+    return LazyEmbedder(spec, load, failed, retry=bool(url))  # a service may come up later: ask again
 
 
 def build_embedders(settings: Settings) -> tuple[dict[str, Embedder], dict[str, str]]:
-    """The text embedder must load; visual ones are optional (their spaces turn off with a reason)."""
-    options = EmbedderOptions(device=resolve_device(settings.embed.device))
+    """One lazily loading embedder per configured space (nothing loads here; see mmrag.embed.lazy),
+    and the spaces turned off by configuration. The text space's model is required: the corpora
+    use it, and its failure is raised to whoever needs it."""
+    register_backends(settings.embed.backends)
     unavailable: dict[str, str] = {}
-    if settings.embed.service_url:
-        from mmrag.embed.client import RemoteEmbedder  # type: ignore[import-not-found,unused-ignore]
-
-        url = settings.embed.service_url
-
-        def remote(spec: str) -> Embedder:
-            return RemoteEmbedder(url, spec, timeout_s=settings.embed.timeout_s)
-
-        loader: Any = lambda space, spec: remote(spec) if spec else None  # noqa: E731
-    else:
-        loader = lambda space, spec: _load_optional(space, spec, options, unavailable)  # noqa: E731
     embedders: dict[str, Embedder] = {}
-    text = load_embedder(settings.embed.text_model, options) if not settings.embed.service_url \
-        else loader("text", settings.embed.text_model)
-    embedders["text"] = text
-    for space, spec in (("clip", settings.embed.clip_model), ("colpali", settings.embed.colpali_model)):
-        embedder = loader(space, spec)
-        if embedder is not None:
-            embedders[space] = embedder
+    specs = {"text": settings.embed.text_model, "clip": settings.embed.clip_model,
+             "colpali": settings.embed.colpali_model}
+    for space, spec in specs.items():
+        if spec:
+            embedders[space] = _lazy_model(space, spec, settings, unavailable)
+        else:
+            unavailable[space] = "disabled in configuration"
     return embedders, unavailable
 
 
 def build_spaces(embedders: dict[str, Embedder]) -> dict[str, Space]:
-    spaces: dict[str, Space] = {"text": TextDenseSpace(embedders["text"]), "bm25": Bm25Space()}
-    try:
-        from mmrag.spaces.visual import visual_spaces  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return spaces
+    """The spaces the embedders allow; building them loads no model (lazy embedders load on first use)."""
+    from mmrag.spaces.visual import visual_spaces  # scipy, for ColPali token pooling
+
+    spaces: dict[str, Space] = {"text": TextDenseSpace(embedders["text"]), "bm25": Bm25Space(),
+                                "document": DocumentSpace(embedders["text"])}
     spaces.update(visual_spaces(embedders))
     return spaces
 
 
 def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None = None,
-                   lock: bool = True) -> Pipeline:
-    """Wire the stages. ``embedders`` may be injected (tests); otherwise they load from settings."""
+                   runner: RunnerFactory | None = None, run_jobs: bool = True, lock: bool = True) -> Pipeline:
+    """Wire the stages: the one composition root of every shell (API, CLI, workers, evaluation).
+
+    ``embedders`` may be passed (tests, a worker that built them); otherwise they load from settings.
+    ``runner`` builds the job runner (default: the embedded :class:`~mmrag.jobs.runner.LocalRunner`;
+    the API passes the Celery one when a broker is configured). With ``run_jobs`` the runner starts
+    now (and resumes unfinished jobs); without, this process only reads jobs or applies writes."""
     data_dir = settings.data_dir
     owner = DataDirLock(data_dir) if lock and not settings.store.url else None
     try:
@@ -269,12 +350,26 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
         if owner is not None:
             owner.release()
         raise
-    indexer = Indexer(catalog, store, spaces, settings.ingest)
     retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
     jobs = JobStore(data_dir)
     writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)))
-    return Pipeline(settings, catalog, store, embedders, spaces, indexer, retriever, unavailable, owner,
-                    jobs=jobs, job_writer=writer)
+    job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces), settings)
+    pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
+                        unavailable, owner)
+    if run_jobs:
+        job_runner.start()
+    return pipeline
+
+
+def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:
+    """What the worker stages (plan, parse, embed) need; ``spaces`` None: this process does not embed."""
+    return StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces)
+
+
+def build_worker_context(settings: Settings, *, embeds: bool) -> StageContext:
+    """The stage context of a worker process that does not own the store (``mmrag worker cpu|gpu``)."""
+    spaces = build_spaces(build_embedders(settings)[0]) if embeds else None
+    return build_stage_context(settings, spaces)
 
 
 def spool_dir(settings: Settings) -> Path:

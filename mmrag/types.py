@@ -132,8 +132,15 @@ class Evidence:
     ranks: dict[str, int] = field(default_factory=dict)  # space -> 1-based rank (explain)
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def as_json(self) -> dict[str, Any]:
+        """The evidence as JSON-safe data: the fields of a REST search result (without its URLs)."""
+        return {"kind": self.kind.value, "document": self.filename, "document_id": self.document_id,
+                "page": self.page, "page_id": self.page_id, "score": self.score, "snippet": self.snippet,
+                "boxes": [list(b) for b in self.boxes], "scores": dict(self.scores), "ranks": dict(self.ranks),
+                "metadata": dict(self.metadata)}
 
-SPACES = ("text", "bm25", "clip", "colpali")
+
+SPACES = ("text", "bm25", "clip", "colpali", "document")
 """Retrieval spaces: MiniLM dense text, BM25 sparse text, CLIP/SigLIP dense image, ColPali multi-vector."""
 
 

@@ -12,6 +12,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from tests.fixtures.fake_embedders import register_fakes
+
+register_fakes()  # fake:<dim> / fake-mv:<dim> for the tests of other stages (not in the production table)
+
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "docling"
 if not CORPUS.exists():  # CI lays shared/ beside the clone
     CORPUS = Path(os.environ.get("MMRAG_TEST_CORPUS", "/work/shared/corpus/docling"))

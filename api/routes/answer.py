@@ -8,11 +8,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from api.auth import ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
+from api.observability import Metrics
 from mmrag.errors import Unavailable
 from mmrag.generate.answer import AnswerDone, AnswerError, AnswerEvent, sse_lines
 
@@ -20,6 +22,8 @@ router = APIRouter(prefix="/corpora/{corpus}", tags=["answer"])
 
 
 class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
+
     question: str = Field(..., min_length=1, max_length=4000, description="The question")
     top_k: int = Field(5, ge=1, le=50, description="Pages retrieved as candidate evidence")
     visual_token_budget: int | None = Field(
@@ -57,7 +61,7 @@ def _events(pipeline: Any, corpus: str, body: AnswerIn) -> Iterator[AnswerEvent]
 
 @router.post("/answer", responses={**responses(400, 404, 422, 429, 503),
                                    200: {"model": AnswerOut, "content": {"text/event-stream": {}}}})
-async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: PipelineDep) -> Response:
+async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: PipelineDep, _: ReadDep) -> Response:
     """Answer a question from the corpus. With ``stream`` (default) the response is SSE: an
     ``evidence`` event (pages sent to the model and their visual-token cost), ``token`` events,
     then ``done`` with the answer, citations and per-stage timings. Without a VLM the answer is
@@ -66,20 +70,23 @@ async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: Pipeli
     pipeline.catalog.corpus_config(corpus)
     events = await run_in_threadpool(_events, pipeline, corpus, body)  # errors raise here, before streaming
     if body.stream:
-        return StreamingResponse(_iterate(events), media_type="text/event-stream",
+        return StreamingResponse(_iterate(events, request.app.state.metrics), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     final: AnswerDone | AnswerError | None = None
     for event in await run_in_threadpool(list, events):
         if isinstance(event, AnswerDone | AnswerError):
             final = event
     if isinstance(final, AnswerDone):
+        request.app.state.metrics.observe_timings("answer", final.timings)
         return JSONResponse({k: v for k, v in asdict(final).items() if k != "event"})
     message = final.message if isinstance(final, AnswerError) else "generation ended without an answer"
     raise Unavailable(message)
 
 
-async def _iterate(events: Iterator[AnswerEvent]):  # type: ignore[no-untyped-def]
+async def _iterate(events: Iterator[AnswerEvent], metrics: Metrics):  # type: ignore[no-untyped-def]
     from starlette.concurrency import iterate_in_threadpool
 
     async for event in iterate_in_threadpool(events):
+        if isinstance(event, AnswerDone):
+            metrics.observe_timings("answer", event.timings)
         yield sse_lines(event)

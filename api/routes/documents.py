@@ -8,16 +8,18 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile, status
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from PIL import Image
 from starlette.concurrency import run_in_threadpool
 
+from api.auth import ReadDep, WriteDep
 from api.deps import PipelineDep
-from api.errors import STATUS, responses, status_of
+from api.errors import ErrorBody, responses, status_of
 from api.job_schemas import JobOut, JobUploadOut, job_out
 from api.routes.jobs import RunnerDep, base_url
 from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut
-from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge
+from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
+from mmrag.ingest.sniff import ACCEPTED
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.writer import Upload, check_upload
 from mmrag.pipeline import Pipeline
@@ -25,7 +27,10 @@ from mmrag.types import DocumentInfo
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
 CHUNK = 1024 * 1024
-STATUS_BY_CODE = {cls.code: code for cls, code in STATUS}
+# An upload is refused with the error body, or, when every file was refused, with the upload body
+# listing each file's reason (status: the first file's).
+UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsupported media type",
+                   422: "Corrupt files or invalid parameters"}
 
 
 def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
@@ -64,23 +69,32 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
 
 
 @router.post("/documents", status_code=status.HTTP_202_ACCEPTED, response_model=JobUploadOut,
-             responses={**responses(400, 404, 413, 415, 422), 201: {"model": JobUploadOut}})
+             responses={**responses(404), **{c: {"model": ErrorBody | JobUploadOut, "description": d} for c, d in
+                                             UPLOAD_REFUSALS.items()}, 201: {"model": JobUploadOut}})
 async def upload_documents(
-    corpus: str, pipeline: PipelineDep, runner: RunnerDep, request: Request,
-    files: Annotated[list[UploadFile], File(description="PDFs or images (PNG, JPEG, WebP, TIFF, BMP, GIF)")],
+    corpus: str, pipeline: PipelineDep, runner: RunnerDep, request: Request, principal: WriteDep,
+    files: Annotated[list[UploadFile], File(description=f"Documents, told by their bytes: {ACCEPTED}")],
     metadata: Annotated[str | None, Form(description="JSON object stored with every file")] = None,
     wait: Annotated[bool, Query(description="Answer when the job has finished, with its documents")] = False,
 ) -> Response:
     """Start a job indexing the files (202, with the job; follow ``/jobs/{id}`` or its events).
-    Files that are empty, too large or not a supported type are rejected here (listed in ``errors``;
-    if every file is, the status is the first one's). Corrupt or encrypted files are found while
+    Files that are empty, too large, not a supported type, or over a container limit (ZIP entries,
+    unpacked size, compression ratio, XML entities, worksheet rows, email attachments; docs/ingest.md)
+    are rejected here (listed in ``errors``; if every file is, the status is the first one's). An
+    email's attachments become documents of the same job. Corrupt or encrypted files are found while
     parsing and reported per file in the job; the other files go on. Re-uploading the same bytes is
     a no-op (file state ``exists``). ``wait=true`` answers when the job has finished: 201 if a
     document was created, 200 if all existed, else the first failure's status."""
     pipeline.catalog.corpus_config(corpus)
     limit = pipeline.settings.api.max_files_per_upload
     if len(files) > limit:
-        raise InvalidInput(f"{len(files)} files in one upload; the limit is {limit}")
+        raise InvalidInput(f"{len(files)} files in one upload; the limit is {limit} (MMRAG_API__MAX_FILES_PER_UPLOAD)")
+    quota = request.app.state.auth.jobs
+    if principal.key is not None:
+        quota.check(principal.id, lambda job_id: job_finished(pipeline, job_id))
+    given = len((await request.form()).getlist("metadata"))  # parsed once already; Starlette caches it
+    if given > 1:
+        raise InvalidInput(f"metadata was given {given} times; give one JSON object, once")
     meta = parse_metadata(metadata)
     accepted: list[Upload] = []
     errors: list[tuple[FileError, int]] = []
@@ -88,7 +102,7 @@ async def upload_documents(
         name = upload.filename or "upload"
         try:
             data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
-            check_upload(data, name, pipeline.settings.ingest.max_upload_bytes)
+            check_upload(data, name, pipeline.settings.ingest.max_upload_bytes, pipeline.settings.ingest)
             accepted.append(Upload(name, data, meta))
         except MMRAGError as exc:
             errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
@@ -96,14 +110,24 @@ async def upload_documents(
         body = JobUploadOut(job=None, errors=[e for e, _ in errors])
         return JSONResponse(body.model_dump(), status_code=errors[0][1])
     job_id = await run_in_threadpool(runner.submit, corpus, accepted)
-    job = pipeline.jobs.status(job_id)  # type: ignore[union-attr]
+    if principal.key is not None:
+        quota.add(principal.id, job_id)
+    job = pipeline.jobs.status(job_id)
     if not wait:
         body = JobUploadOut(job=job_out(job, base_url(request)), errors=[e for e, _ in errors])
         return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
     while not job.finished:
         await asyncio.sleep(0.2)
-        job = await run_in_threadpool(pipeline.jobs.status, job_id)  # type: ignore[union-attr]
+        job = await run_in_threadpool(pipeline.jobs.status, job_id)
     return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
+
+
+def job_finished(pipeline: Pipeline, job_id: str) -> bool:
+    """For the per-key job cap: a job that is gone counts as finished."""
+    try:
+        return pipeline.jobs.status(job_id).finished
+    except NotFound:
+        return True
 
 
 def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: list[tuple[FileError, int]]) -> Response:
@@ -115,7 +139,7 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
                 docs.append(document_out(info, "created" if f.state == FileState.DONE else "exists"))
         elif f.error:
             errors.append((FileError(filename=f.filename, error=f.error, message=f.message or ""),
-                           STATUS_BY_CODE.get(f.error, 422)))
+                           status_of(error_for_code(f.error, "", fallback=CorruptDocument))))
     body = JobUploadOut(job=out, documents=docs, errors=[e for e, _ in errors])
     code = status.HTTP_201_CREATED if docs else (errors[0][1] if errors else status.HTTP_200_OK)
     if docs and not any(d.status == "created" for d in docs):
@@ -124,13 +148,14 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
 
 
 @router.get("/documents", response_model=list[DocumentOut], responses=responses(404))
-def list_documents(corpus: str, pipeline: PipelineDep, offset: Annotated[int, Query(ge=0)] = 0,
+def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep, offset: Annotated[int, Query(ge=0)] = 0,
                    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[DocumentOut]:
     return [document_out(d) for d in pipeline.catalog.list_documents(corpus, offset=offset, limit=limit)]
 
 
 @router.get("/documents/{document_id}", response_model=DocumentDetail, responses=responses(404))
-def get_document(corpus: str, document_id: str, request: Request, pipeline: PipelineDep) -> DocumentDetail:
+def get_document(corpus: str, document_id: str, request: Request, pipeline: PipelineDep,
+                 _: ReadDep) -> DocumentDetail:
     info = pipeline.catalog.document(corpus, document_id)
     pages = []
     for p in pipeline.catalog.pages_of(corpus, document_id):
@@ -142,23 +167,20 @@ def get_document(corpus: str, document_id: str, request: Request, pipeline: Pipe
 
 
 @router.delete("/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))
-def delete_document(corpus: str, document_id: str, pipeline: PipelineDep) -> None:
+def delete_document(corpus: str, document_id: str, pipeline: PipelineDep, _: WriteDep) -> None:
     """Delete a document: its vectors, pages and images."""
     pipeline.delete_document(corpus, document_id)
 
 
 @router.get("/pages/{page_id}/image", responses={**responses(404), 200: {"content": {"image/png": {}}}},
             response_class=Response)
-def page_image(corpus: str, page_id: str, pipeline: PipelineDep,
+def page_image(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep,
                width: Annotated[int | None, Query(ge=16, le=4096, description="Thumbnail width")] = None) -> Response:
     """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given."""
-    pipeline.catalog.page_info(corpus, page_id)
-    path = pipeline.catalog.page_image_path(corpus, page_id)
-    if not path.exists():
-        raise NotFound(f"image of page {page_id!r} is missing")
+    png = pipeline.catalog.page_image(corpus, page_id)  # stored, or rendered from the document's kept PDF
     if width is None:
-        return FileResponse(path, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
-    with Image.open(path) as img:
+        return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
+    with Image.open(io.BytesIO(png)) as img:
         img.thumbnail((width, width * 4))
         buf = io.BytesIO()
         img.convert("RGB").save(buf, format="JPEG", quality=80)

@@ -5,25 +5,28 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, status
+from fastapi import APIRouter, Depends, status
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from api.auth import Principal, PrincipalDep
+from api.deps import PipelineDep
 from api.errors import responses
 from mmrag.evaluate.service import EvalJob, EvaluationService
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
 
 
-def get_service(request: Request) -> EvaluationService:
-    service: EvaluationService = request.app.state.evaluations
-    return service
+def get_service(pipeline: PipelineDep) -> EvaluationService:
+    return pipeline.evaluations
 
 
 ServiceDep = Annotated[EvaluationService, Depends(get_service)]
 
 
 class EvaluationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
+
     suite: str = Field(..., description="Name of a suite folder under eval/suites (GET /evaluations/suites)")
     variant: str | None = Field(None, description="A named variant of the suite (e.g. bm25, dense)")
 
@@ -32,6 +35,7 @@ class EvaluationOut(BaseModel):
     id: str
     suite: str
     variant: str | None
+    corpus: str = Field(..., description="The corpus the suite ingests into and searches")
     state: str = Field(..., description="queued | running | done | failed")
     stage: str
     done: int
@@ -49,34 +53,45 @@ def _out(job: EvalJob) -> EvaluationOut:
 
 
 @router.get("/suites", response_model=list[str])
-def list_suites(service: ServiceDep) -> list[str]:
+def list_suites(service: ServiceDep, _: PrincipalDep) -> list[str]:
     return service.suites()
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=EvaluationOut,
              responses=responses(400, 404, 422))
-def start_evaluation(body: EvaluationIn, service: ServiceDep) -> EvaluationOut:
-    """Start an evaluation job (runs in the background; one at a time)."""
-    return _out(service.start(body.suite, body.variant))
+def start_evaluation(body: EvaluationIn, service: ServiceDep, principal: PrincipalDep) -> EvaluationOut:
+    """Start an evaluation job (runs in the background; one at a time). Needs write on the suite's corpus."""
+    return _out(service.start(body.suite, body.variant,
+                              allow=lambda corpus: principal.check("write", corpus, f"unknown suite {body.suite!r}")))
 
 
 @router.get("", response_model=list[EvaluationOut])
-def list_evaluations(service: ServiceDep) -> list[EvaluationOut]:
-    return [_out(j) for j in service.list()]
+def list_evaluations(service: ServiceDep, principal: PrincipalDep) -> list[EvaluationOut]:
+    """The evaluations of corpora this key may read."""
+    return [_out(j) for j in service.list() if principal.sees(j.corpus)]
+
+
+def visible(service: EvaluationService, job_id: str, principal: Principal) -> EvalJob:
+    """The evaluation, if the key may read its corpus; another tenant's is unknown (404)."""
+    job = service.get(job_id)
+    principal.check("read", job.corpus, f"unknown evaluation {job_id!r}")
+    return job
 
 
 @router.get("/{job_id}", response_model=EvaluationOut, responses=responses(404))
-def get_evaluation(job_id: str, service: ServiceDep) -> EvaluationOut:
-    return _out(service.get(job_id))
+def get_evaluation(job_id: str, service: ServiceDep, principal: PrincipalDep) -> EvaluationOut:
+    return _out(visible(service, job_id, principal))
 
 
 @router.get("/{job_id}/report", responses=responses(404, 409))
-def get_report(job_id: str, service: ServiceDep) -> dict[str, Any]:
+def get_report(job_id: str, service: ServiceDep, principal: PrincipalDep) -> dict[str, Any]:
     """report.json of a finished run (409 while it runs)."""
+    visible(service, job_id, principal)
     return service.report(job_id)
 
 
 @router.get("/{job_id}/files/{name:path}", responses=responses(404, 409), response_class=FileResponse)
-def get_artefact(job_id: str, name: str, service: ServiceDep) -> FileResponse:
+def get_artefact(job_id: str, name: str, service: ServiceDep, principal: PrincipalDep) -> FileResponse:
     """report.md, queries.jsonl, plots/*.png of a finished run."""
+    visible(service, job_id, principal)
     return FileResponse(service.artefact(job_id, name))

@@ -11,25 +11,26 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from api.auth import Principal, PrincipalDep, ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.job_schemas import JobOut, job_out
+from mmrag.jobs.model import JobStatus
 from mmrag.jobs.runner import JobRunner
 from mmrag.jobs.state import JobStore
+from mmrag.keys import Scope
 
 router = APIRouter(tags=["jobs"])
 
 
-def get_runner(request: Request) -> JobRunner:
-    runner: JobRunner = request.app.state.jobs
-    return runner
+def get_runner(pipeline: PipelineDep) -> JobRunner:
+    return pipeline.runner
 
 
 RunnerDep = Annotated[JobRunner, Depends(get_runner)]
 
 
 def _store(pipeline: PipelineDep) -> JobStore:
-    assert pipeline.jobs is not None
     return pipeline.jobs
 
 
@@ -40,14 +41,21 @@ def base_url(request: Request) -> str:
     return str(request.app.state.settings.api.public_url.rstrip("/"))
 
 
+def visible_job(jobs: JobStore, job_id: str, principal: Principal, scope: Scope = "read") -> JobStatus:
+    """The job, if the key may act with ``scope`` on its corpus; another tenant's job is unknown (404)."""
+    job = jobs.status(job_id)
+    principal.check(scope, job.corpus, f"unknown job {job_id!r}")
+    return job
+
+
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=responses(404))
-def get_job(job_id: str, request: Request, jobs: StoreDep) -> JobOut:
+def get_job(job_id: str, request: Request, jobs: StoreDep, principal: PrincipalDep) -> JobOut:
     """State and progress of a job: pages total/done/failed, each file's state and error, stage timings."""
-    return job_out(jobs.status(job_id), base_url(request))
+    return job_out(visible_job(jobs, job_id, principal), base_url(request))
 
 
 @router.get("/corpora/{corpus}/jobs", response_model=list[JobOut], responses=responses(404))
-def list_jobs(corpus: str, request: Request, pipeline: PipelineDep, jobs: StoreDep,
+def list_jobs(corpus: str, request: Request, pipeline: PipelineDep, jobs: StoreDep, _: ReadDep,
               limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[JobOut]:
     """Jobs of a corpus, newest first."""
     pipeline.catalog.corpus_config(corpus)
@@ -55,17 +63,19 @@ def list_jobs(corpus: str, request: Request, pipeline: PipelineDep, jobs: StoreD
 
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobOut, responses=responses(404))
-async def cancel_job(job_id: str, request: Request, runner: RunnerDep) -> JobOut:
+async def cancel_job(job_id: str, request: Request, runner: RunnerDep, jobs: StoreDep,
+                     principal: PrincipalDep) -> JobOut:
     """Stop a job. Files already indexed stay; unfinished ones leave nothing behind. Finished jobs are unchanged."""
+    visible_job(jobs, job_id, principal, "write")
     return job_out(await run_in_threadpool(runner.cancel, job_id), base_url(request))
 
 
 @router.get("/jobs/{job_id}/events", responses={**responses(404), 200: {"content": {"text/event-stream": {}}}},
             response_class=StreamingResponse)
-async def job_events(job_id: str, request: Request, jobs: StoreDep,
+async def job_events(job_id: str, request: Request, jobs: StoreDep, principal: PrincipalDep,
                      interval: Annotated[float, Query(ge=0.05, le=10)] = 0.5) -> StreamingResponse:
     """Server-sent events: a ``progress`` event (the job as JSON) whenever it changes, then ``end``."""
-    jobs.status(job_id)  # 404 before the stream starts
+    visible_job(jobs, job_id, principal)  # 404 before the stream starts
     base = base_url(request)
 
     async def stream() -> AsyncIterator[str]:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from api.auth import ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.routes.documents import page_urls
@@ -23,9 +24,7 @@ ERRORS = responses(400, 404, 413, 422, 503)
 
 def evidence_out(request: Request, ev: Evidence) -> EvidenceOut:
     image, thumb = page_urls(request, ev.corpus, ev.page_id)
-    return EvidenceOut(kind=ev.kind.value, document_id=ev.document_id, document=ev.filename, page_id=ev.page_id,
-                       page=ev.page, score=ev.score, snippet=ev.snippet, boxes=ev.boxes, scores=ev.scores,
-                       ranks=ev.ranks, metadata=ev.metadata, image_url=image, thumbnail_url=thumb)
+    return EvidenceOut(**ev.as_json(), image_url=image, thumbnail_url=thumb)
 
 
 def decode_base64(text: str) -> bytes:
@@ -54,14 +53,16 @@ async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: Sea
     """Search in the thread pool; the response is serialised once here (FastAPI would validate
     the returned model a second time against ``response_model``: ~0.3 ms per request)."""
     result = await run_in_threadpool(pipeline.search, corpus, search)
+    request.app.state.metrics.observe_timings("search", result.timings)
     out = SearchOut(results=[evidence_out(request, e) for e in result.evidence], timings=result.timings)
     return Response(out.model_dump_json(), media_type="application/json")
 
 
 @router.post("/search", response_model=SearchOut, responses=ERRORS)
-async def search(corpus: str, body: SearchIn, request: Request, pipeline: PipelineDep) -> Response:
+async def search(corpus: str, body: SearchIn, request: Request, pipeline: PipelineDep, _: ReadDep) -> Response:
     """Hybrid search. Each space's candidates (text dense, BM25, CLIP, pooled ColPali) are fused
-    with weighted RRF and, when ColPali is used, reranked by full MaxSim, in one store query."""
+    (DBSF by default, weighted RRF with ``weights`` or ``fusion: rrf``) and, when ColPali is used,
+    reranked by full MaxSim, in one store query."""
     image = decode_base64(body.image_base64) if body.image_base64 else None
     return await _run(pipeline, corpus, request, search_request(body, body.query, image, body.image_page_id))
 
@@ -74,7 +75,7 @@ async def _read_image(upload: UploadFile, limit: int) -> bytes:
 
 
 @router.post("/search/image", response_model=SearchOut, responses=ERRORS)
-async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep,
+async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep, _: ReadDep,
                           image: Annotated[UploadFile, File(description="The query image")],
                           query: Annotated[str, Form(max_length=10_000, description="Optional text")] = "",
                           options: Annotated[str, Form(description="SearchOptions as JSON")] = "{}") -> Response:

@@ -40,19 +40,28 @@ _optional("mmrag.cli.embed_cmd", "embed_serve", "embed-serve", group=False)
 _optional("mmrag.cli.eval_cmd", "eval_app", "eval", group=True)
 _optional("mmrag.cli.answer_cmd", "answer", "answer", group=False)
 _optional("mmrag.cli.worker_cmd", "worker_app", "worker", group=True)
+_optional("mmrag.cli.keys_cmd", "keys_app", "keys", group=True)
 
 
 @app.callback()
 def _root(
     data_dir: Annotated[Path | None, typer.Option(envvar="MMRAG_DATA_DIR", help="Data folder")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    api_key: Annotated[str | None, typer.Option("--api-key", envvar="MMRAG_API_KEY", show_envvar=True,
+                                                help="API key for a server that requires one")] = None,
 ) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if data_dir is not None:
-        import os
+    if not verbose:
+        from mmrag.hub import quiet_hub_clients
 
+        quiet_hub_clients()  # one line per model that is off (ours), not the hub clients' retries
+    import os
+
+    if data_dir is not None:
         os.environ["MMRAG_DATA_DIR"] = str(data_dir)
+    if api_key:
+        os.environ["MMRAG_API_KEY"] = api_key  # read by mmrag.client.Client
 
 
 def main() -> None:

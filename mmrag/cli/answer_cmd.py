@@ -6,12 +6,12 @@ import json
 import sys
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 
 from mmrag.cli.commands import fail
-from mmrag.cli.remote import raise_for, running_server
+from mmrag.cli.remote import running_server
+from mmrag.client import Client
 from mmrag.config import load_settings
 from mmrag.errors import MMRAGError
 
@@ -20,16 +20,8 @@ console = Console(stderr=True)
 
 def _remote_events(url: str, corpus: str, body: dict[str, Any]):  # type: ignore[no-untyped-def]
     """(event, data) pairs from the server's SSE stream."""
-    with httpx.stream("POST", f"{url}/corpora/{corpus}/answer", json=body, timeout=httpx.Timeout(900, connect=5)) as r:
-        if r.status_code >= 400:
-            r.read()
-            raise_for(r)
-        event = ""
-        for line in r.iter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: "):
-                yield event, json.loads(line[6:])
+    with Client(url, timeout_s=900) as client:
+        yield from client.answer_events(corpus, body)
 
 
 def _local_events(corpus: str, body: dict[str, Any]):  # type: ignore[no-untyped-def]
@@ -37,7 +29,7 @@ def _local_events(corpus: str, body: dict[str, Any]):  # type: ignore[no-untyped
 
     from mmrag.pipeline import build_pipeline
 
-    pipeline = build_pipeline(load_settings())
+    pipeline = build_pipeline(load_settings(), run_jobs=False)
     try:
         service = pipeline.enable_answers()
         for ev in service.answer_stream(corpus, body["question"], body["top_k"], body["visual_token_budget"],

@@ -71,7 +71,7 @@ def ingest(
     meta: dict[str, Any] = json.loads(metadata) if metadata else {}
     files = _files(paths)
     try:
-        with open_backend() as backend:
+        with open_backend(run_jobs=True) as backend:
             backend.ensure_corpus(corpus)
             job_ids, rejected = backend.submit(corpus, files, meta)
             jobs = follow_jobs(backend, job_ids)

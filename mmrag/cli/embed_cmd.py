@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 DEFAULT_MODELS = ["open_clip:ViT-B-32/laion2b_s34b_b79k", "hf:vidore/colqwen2-v1.0-hf"]
+DEFAULT_PORT = 8002
 
 
 def embed_serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind.")] = 8001,
+    port: Annotated[int, typer.Option(help="Port to bind (8001 is the vLLM default).")] = DEFAULT_PORT,
     model: Annotated[list[str] | None, typer.Option(
         help=f"Embedder spec to serve; repeat for several (default: {', '.join(DEFAULT_MODELS)}).")] = None,
     max_batch: Annotated[int, typer.Option(help="Most items in one forward pass.")] = 32,
@@ -25,8 +26,13 @@ def embed_serve(
     import uvicorn
 
     from api.embed_server import create_embed_app
-    from mmrag.embed.base import EmbedderOptions
+    from mmrag.config import load_settings
+    from mmrag.embed.base import EmbedderOptions, register_backends
     from mmrag.embed.batching import BatchingConfig
+    from mmrag.hub import go_offline_if_unreachable
+
+    register_backends(load_settings().embed.backends)  # extra backends (MMRAG_EMBED__BACKENDS)
+    go_offline_if_unreachable()  # the models load at start-up: do not spend the hub's retries on each
 
     batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size)
     app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), batching)

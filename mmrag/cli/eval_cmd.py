@@ -4,35 +4,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmrag.config import load_settings, merge_settings
 from mmrag.errors import MMRAGError
-from mmrag.evaluate.compare import compare_runs
-from mmrag.evaluate.runner import ProgressEvent, run_suite
-from mmrag.evaluate.suite import Suite, load_suite
+
+if TYPE_CHECKING:  # mmrag.evaluate is imported by the commands: `mmrag search` does not pay for it
+    from mmrag.evaluate.runner import ProgressEvent
+    from mmrag.evaluate.suite import Suite
 
 eval_app = typer.Typer(help="Evaluate retrieval and answers on a suite; compare runs.", no_args_is_help=True)
 console = Console(stderr=True)
-
-
-def merge_settings(settings: Any, overrides: dict[str, Any]) -> Any:
-    """A copy of pydantic ``settings`` with nested ``overrides`` applied (validated again)."""
-    data = settings.model_dump()
-
-    def merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-        for key, value in extra.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                merge(base[key], value)
-            else:
-                base[key] = value
-
-    merge(data, overrides)
-    return type(settings).model_validate(data)
 
 
 class RichProgress:
@@ -49,42 +36,30 @@ class RichProgress:
 
 
 def _run(suite: Suite, out: Path, api: str | None, data_dir: Path | None, plots: bool) -> Any:
+    """In-process: the pipeline built from the settings with the suite's overrides, ingesting through
+    its jobs and answering with its answer service (the VLM when one loads, else extractive);
+    with ``api``: the same suite through the REST target."""
+    from mmrag.evaluate.runner import run_suite
+
     columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as bar:
         callback = RichProgress(bar)
         if api:
             from mmrag.evaluate.targets import RestTarget
 
-            return run_suite(suite, RestTarget(api), out, progress=callback, plots=plots)
-        from mmrag.config import load_settings
+            target = RestTarget(api)
+            try:
+                return run_suite(suite, target, out, progress=callback, plots=plots)
+            finally:
+                target.close()
         from mmrag.pipeline import build_pipeline
 
         settings = merge_settings(load_settings(data_dir=data_dir), suite.spec.pipeline.settings)
         pipeline = build_pipeline(settings)
         try:
-            answerer = find_answerer(pipeline)
-            return run_suite(suite, pipeline, out, progress=callback, answerer=answerer, plots=plots)
+            return run_suite(suite, pipeline, out, progress=callback, answerer=pipeline, plots=plots)
         finally:
             pipeline.close()
-
-
-def find_answerer(pipeline: Any) -> Any:
-    """The pipeline's answerer: ``pipeline.answer``, else an answer service on it (``answers`` /
-    ``answer_service``), else an extractive AnswerService over ``pipeline.search`` (no VLM)."""
-    from mmrag.evaluate.targets import StreamingAnswerer
-
-    if callable(getattr(pipeline, "answer", None)):
-        return pipeline
-    for attr in ("answers", "answer_service"):
-        service = getattr(pipeline, attr, None)
-        if callable(getattr(service, "answer_stream", None)):
-            return StreamingAnswerer(service)
-    try:
-        from mmrag.generate.answer import AnswerService
-
-        return StreamingAnswerer(AnswerService(pipeline.search, lambda corpus, page_id: b"", None))
-    except (ImportError, TypeError):
-        return None
 
 
 def _print_metrics(metrics: dict[str, float]) -> None:
@@ -106,6 +81,8 @@ def run_command(
     plots: Annotated[bool, typer.Option(help="Draw PNG plots.")] = True,
 ) -> None:
     """Run SUITE and write report.json, report.md, per-query JSONL and plots to --out."""
+    from mmrag.evaluate.suite import load_suite
+
     try:
         loaded = load_suite(suite, variant=variant, corpus_dir=corpus)
         if spaces:
@@ -131,6 +108,8 @@ def compare_command(
     plots: Annotated[bool, typer.Option(help="Draw the per-query scatter plot.")] = True,
 ) -> None:
     """Per-metric deltas of RUN_B against RUN_A with paired bootstrap CIs and permutation p-values."""
+    from mmrag.evaluate.compare import compare_runs
+
     out_dir = out or Path(run_b) / "compare"
     try:
         result = compare_runs(run_a, run_b, out_dir, samples=samples, confidence=confidence, seed=seed, plots=plots)

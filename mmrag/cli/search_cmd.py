@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from mmrag.cli.commands import fail
-from mmrag.cli.remote import open_backend, raise_for
+from mmrag.cli.remote import open_backend
 from mmrag.errors import InvalidInput, MMRAGError
 from mmrag.types import SearchRequest
 
@@ -47,36 +46,6 @@ def parse_weights(items: list[str]) -> dict[str, float] | None:
         raise InvalidInput(f"--weight values must be numbers, got {items}") from None
 
 
-def rest_body(req: SearchRequest) -> dict[str, Any]:
-    """The JSON body of POST /corpora/{corpus}/search for a request."""
-    body: dict[str, Any] = {"query": req.query, "top_k": req.top_k, "spaces": req.spaces, "weights": req.weights,
-                            "document_ids": req.document_ids, "metadata": req.metadata, "kinds": req.kinds,
-                            "prefetch_limit": req.prefetch_limit, "rrf_k": req.rrf_k, "fusion": req.fusion,
-                            "explain": req.explain,
-                            "image_page_id": req.image_page_id}
-    if req.pages:
-        body["pages"] = {"first": req.pages[0], "last": req.pages[1]}
-    if req.image is not None:
-        body["image_base64"] = base64.b64encode(req.image).decode()
-    return body
-
-
-def evidence_dict(ev: Any) -> dict[str, Any]:
-    return {"kind": ev.kind.value, "document": ev.filename, "document_id": ev.document_id, "page": ev.page,
-            "page_id": ev.page_id, "score": ev.score, "snippet": ev.snippet, "boxes": [list(b) for b in ev.boxes],
-            "scores": ev.scores, "ranks": ev.ranks, "metadata": ev.metadata}
-
-
-def run_search(backend: Any, corpus: str, req: SearchRequest) -> list[dict[str, Any]]:
-    """Through the running server's REST API when there is one, else the in-process pipeline."""
-    client = getattr(backend, "client", None)
-    if client is not None:
-        r = client.post(f"/corpora/{corpus}/search", json=rest_body(req))
-        raise_for(r)
-        return list(r.json()["results"])
-    return [evidence_dict(e) for e in backend.pipeline.search(corpus, req).evidence]
-
-
 def search(
     corpus: Annotated[str, typer.Option("--corpus", "-c")],
     query: Annotated[str, typer.Argument(help="Text query (may be empty with --image or --like-page)")] = "",
@@ -103,7 +72,7 @@ def search(
                             image_page_id=like_page, pages=parse_pages(pages), kinds=kind or None,
                             prefetch_limit=prefetch, rrf_k=rrf_k, fusion=fusion)
         with open_backend() as backend:
-            results = run_search(backend, corpus, req)
+            results = backend.search(corpus, req)
     except (MMRAGError, OSError) as exc:
         fail(exc if isinstance(exc, MMRAGError) else InvalidInput(str(exc)))
         return

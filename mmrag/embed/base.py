@@ -6,14 +6,18 @@ multi-vector (late-interaction) models. ``kind`` says whether the items are
 queries or documents (ColPali and some text models treat them differently).
 
 Spec strings select a backend by prefix: ``st:``, ``open_clip:``, ``hf:``,
-``colpali:``, ... Backends register a factory with :func:`register_embedder`;
-built-ins register the same way an extension would.
+``colpali:``, ... :data:`BACKENDS` maps each built-in prefix to the dotted path of its
+factory, imported on first use (so importing this module loads no backend and nothing
+registers itself at import). Extensions and tests add prefixes with
+:func:`register_embedder` (a factory or a dotted path), or through the
+``embed.backends`` setting, which the composition root passes to :func:`register_backends`.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,21 +70,40 @@ class Embedder(abc.ABC):
 class EmbedderOptions:
     """How to build an embedder."""
 
-    device: str = "cpu"  # resolved torch device
-    dtype: str = "auto"  # auto: fp32 on CPU, bf16/fp16 on GPU
+    device: str = "cpu"  # auto (cuda if available), cpu, cuda:1, ...: resolved by mmrag.devices
+    dtype: str = "auto"  # auto: fp32 on CPU, bf16 on GPU (fp16 where bf16 is unsupported)
 
 
 Factory = Callable[[str, EmbedderOptions], Embedder]
-_REGISTRY: dict[str, Factory] = {}
+"""Builds an embedder from the name after the prefix (``spec = prefix:name``)."""
+
+BACKENDS: dict[str, str] = {
+    "st": "mmrag.embed.sentence:SentenceEmbedder",
+    "open_clip": "mmrag.embed.open_clip_backend:OpenClipEmbedder",
+    "hf": "mmrag.embed.hf_colpali_backend:HFColPaliEmbedder",
+    "colpali": "mmrag.embed.colpali_backend:ColPaliEngineEmbedder",
+}
+"""Built-in backends: spec prefix -> ``module:attribute`` of a :data:`Factory`."""
+
+_registry: dict[str, str | Factory] = dict(BACKENDS)
 
 
-def register_embedder(prefix: str, factory: Factory) -> None:
-    """Register a backend for specs ``prefix:name``."""
-    _REGISTRY[prefix] = factory
+def register_embedder(prefix: str, factory: str | Factory) -> None:
+    """Serve specs ``prefix:name`` with ``factory``: a callable or a ``module:attribute`` path,
+    imported when the first such spec is loaded. Replaces an earlier entry of the prefix."""
+    if not prefix or ":" in prefix:
+        raise InvalidInput(f"embedder prefix {prefix!r} must be non-empty and contain no ':'")
+    _registry[prefix] = factory
+
+
+def register_backends(backends: Mapping[str, str]) -> None:
+    """Register several ``prefix -> module:attribute`` entries (the ``embed.backends`` setting)."""
+    for prefix, path in backends.items():
+        register_embedder(prefix, path)
 
 
 def registered_prefixes() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(_registry)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -91,13 +114,27 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return prefix, name
 
 
-def load_embedder(spec: str, options: EmbedderOptions | None = None) -> Embedder:
-    """Build the embedder a spec names. Unknown backends raise NotFound."""
-    from mmrag.embed import backends  # noqa: F401  (registers the built-ins)
+def _import_factory(path: str) -> Factory:
+    module, sep, attr = path.partition(":")
+    if not sep or not module or not attr:
+        raise InvalidInput(f"embedder backend path {path!r} must look like 'package.module:attribute'")
+    factory: Factory = getattr(importlib.import_module(module), attr)
+    return factory
 
-    prefix, name = parse_spec(spec)
-    factory = _REGISTRY.get(prefix)
-    if factory is None:
+
+def factory_for(prefix: str, spec: str = "") -> Factory:
+    """The factory of a prefix, importing its module the first time. Unknown prefixes raise NotFound."""
+    entry = _registry.get(prefix)
+    if entry is None:
         known = ", ".join(registered_prefixes())
-        raise NotFound(f"unknown embedder backend {prefix!r} in {spec!r}; known: {known}")
-    return factory(name, options or EmbedderOptions())
+        raise NotFound(f"unknown embedder backend {prefix!r} in {spec or prefix!r}; known: {known}")
+    if isinstance(entry, str):
+        entry = _import_factory(entry)
+        _registry[prefix] = entry
+    return entry
+
+
+def load_embedder(spec: str, options: EmbedderOptions | None = None) -> Embedder:
+    """Build the embedder a spec names (loads its weights). Unknown backends raise NotFound."""
+    prefix, name = parse_spec(spec)
+    return factory_for(prefix, spec)(name, options or EmbedderOptions())

@@ -24,22 +24,9 @@ from PIL import Image
 
 from mmrag.embed.base import Embedder, Item, Kind
 from mmrag.embed.wire import decode_vectors
-from mmrag.errors import (
-    Conflict,
-    CorruptDocument,
-    InvalidInput,
-    MMRAGError,
-    NotFound,
-    Overloaded,
-    TooLarge,
-    Unavailable,
-    UnsupportedMediaType,
-)
+from mmrag.errors import MMRAGError, NotFound, Unavailable, error_for_code
 from mmrag.types import Modality
 
-_ERRORS: dict[str, type[MMRAGError]] = {c.code: c for c in (
-    InvalidInput, UnsupportedMediaType, CorruptDocument, TooLarge, NotFound, Conflict, Overloaded,
-    Unavailable)}
 _RETRY_STATUS = {429, 503}
 
 
@@ -58,10 +45,7 @@ def error_from_response(response: httpx.Response) -> MMRAGError:
     except Exception:
         code = "unavailable"
         message = f"embedding service answered {response.status_code}: {response.text[:200]}"
-    cls = _ERRORS.get(code, Unavailable)
-    if cls is Overloaded:
-        return Overloaded(message, retry_after=_retry_after(response) or 1.0)
-    return cls(message)
+    return error_for_code(code, message, fallback=Unavailable, retry_after=_retry_after(response))
 
 
 def _retry_after(response: httpx.Response) -> float | None:

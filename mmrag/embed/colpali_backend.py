@@ -15,9 +15,9 @@ import json
 import os
 from typing import Any
 
-from mmrag.embed.base import EmbedderOptions, register_embedder
+from mmrag.devices import resolve_device, resolve_dtype
+from mmrag.embed.base import EmbedderOptions
 from mmrag.embed.hf_colpali_backend import MultiVectorEmbedder
-from mmrag.embed.open_clip_backend import resolve_device, resolve_dtype
 from mmrag.errors import Unavailable
 
 # architecture (class) name -> processor class name, both in colpali_engine.models
@@ -116,6 +116,3 @@ class ColPaliEngineEmbedder(MultiVectorEmbedder):
     def _image_mask(self, batch: Any) -> Any | None:
         get_mask = getattr(self.processor, "get_image_mask", None)
         return get_mask(batch) if get_mask is not None else None
-
-
-register_embedder("colpali", lambda name, options: ColPaliEngineEmbedder(name, options))

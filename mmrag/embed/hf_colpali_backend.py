@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, register_embedder
-from mmrag.embed.open_clip_backend import resolve_device, resolve_dtype
+from mmrag.devices import resolve_device, resolve_dtype
+from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 
@@ -125,6 +125,3 @@ class HFColPaliEmbedder(MultiVectorEmbedder):
         if self._image_token_id is None:
             return None
         return batch["input_ids"] == self._image_token_id
-
-
-register_embedder("hf", lambda name, options: HFColPaliEmbedder(name, options))

@@ -16,41 +16,16 @@ own preprocessing. Anything that stops the model loading raises :class:`Unavaila
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, register_embedder
+from mmrag.devices import resolve_device, resolve_dtype
+from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
 from mmrag.errors import InvalidInput, Unavailable
 from mmrag.types import Modality
 
 _SCHEMAS = ("hf-hub:", "local-dir:")
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; anything else unchanged."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def resolve_dtype(dtype: str, device: str) -> Any:
-    """``auto``: float32 on CPU, bfloat16 on a GPU that supports it (else float16)."""
-    import torch
-
-    if dtype != "auto":
-        try:
-            return {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
-                    "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}[dtype]
-        except KeyError:
-            allowed = "auto, float32, float16, bfloat16"
-            raise InvalidInput(f"unknown dtype {dtype!r}; allowed: {allowed}") from None
-    if not device.startswith("cuda"):
-        return torch.float32
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def parse_open_clip_name(name: str) -> tuple[str, str | None]:
@@ -119,6 +94,3 @@ class OpenClipEmbedder(Embedder):
                 for i, v in zip(image_idx, self._encode_images(images), strict=True):  # type: ignore[arg-type]
                     out[i] = v
         return [np.ascontiguousarray(v, dtype=np.float32) for v in out if v is not None]
-
-
-register_embedder("open_clip", lambda name, options: OpenClipEmbedder(name, options))

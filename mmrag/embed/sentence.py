@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, register_embedder
+from mmrag.devices import resolve_device
+from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 
@@ -44,7 +45,7 @@ class SentenceEmbedder(Embedder):
         self.spec = f"st:{name}"
         path = resolve_sentence_model(name)
         try:
-            self.model = SentenceTransformer(path, device=options.device)
+            self.model = SentenceTransformer(path, device=resolve_device(options.device))
         except Exception as exc:  # hub unreachable, bad folder, ...
             raise Unavailable(f"cannot load sentence-transformers model {name!r}: {exc}") from exc
         self.dim = int(self.model.get_embedding_dimension() or 0)
@@ -59,6 +60,3 @@ class SentenceEmbedder(Embedder):
             show_progress_bar=False,
         )
         return [np.asarray(v, dtype=np.float32) for v in vecs]
-
-
-register_embedder("st", lambda name, options: SentenceEmbedder(name, options))

@@ -14,15 +14,12 @@ float16 halves the bytes; decoding always returns float32 arrays.
 
 from __future__ import annotations
 
-import io
 import struct
-import warnings
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageOps
 
-from mmrag.errors import CorruptDocument, InvalidInput, TooLarge
+from mmrag.errors import InvalidInput, TooLarge
 
 CONTENT_TYPE = "application/x-mmrag-vectors"
 MAGIC = b"MMRV"
@@ -65,37 +62,6 @@ def decode_vectors(buffer: bytes) -> list[np.ndarray]:
         a = a.astype(np.float32)
         out.append(a if flags & 1 else a[0])
     return out
-
-
-def decode_image(data: bytes, *, max_bytes: int, max_pixels: int) -> Image.Image:
-    """Bytes of one image -> an RGB PIL image, checked before the pixels are decoded.
-
-    Raises TooLarge (bytes or width x height beyond the limits: decompression-bomb guard),
-    InvalidInput (zero-size) or CorruptDocument (not an image Pillow can read).
-    """
-    if not data:
-        raise InvalidInput("empty image: 0 bytes")
-    if len(data) > max_bytes:
-        raise TooLarge(f"image of {len(data)} bytes; allowed at most {max_bytes}")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image: Image.Image = Image.open(io.BytesIO(data))
-            w, h = image.size
-            if w * h > max_pixels:
-                raise TooLarge(f"image of {w}x{h} = {w * h} pixels; allowed at most {max_pixels}")
-            if w == 0 or h == 0:
-                raise InvalidInput(f"image of {w}x{h} pixels has no area")
-            image.load()
-            image = ImageOps.exif_transpose(image)
-    except (TooLarge, InvalidInput):
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise TooLarge(f"image rejected as a decompression bomb: {exc}") from exc
-    except Exception as exc:  # UnidentifiedImageError, truncated data, bad headers, ...
-        raise CorruptDocument(f"cannot decode image ({type(exc).__name__}: {exc}); "
-                              "allowed: PNG, JPEG, WebP, GIF, BMP, TIFF") from exc
-    return image.convert("RGB")
 
 
 def check_text(text: object, index: int, *, max_chars: int) -> str:

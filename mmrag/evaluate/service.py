@@ -14,6 +14,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ class EvalJob:
     id: str
     suite: str
     variant: str | None
+    corpus: str = ""  # the corpus the suite ingests into and searches (tenant checks)
     state: str = "queued"  # queued | running | done | failed
     stage: str = ""  # ingest | search | answer | report
     done: int = 0
@@ -61,12 +63,16 @@ class EvaluationService:
     def suites(self) -> list[str]:
         return sorted(p.parent.name for p in self.suites_dir.glob("*/suite.yaml"))
 
-    def start(self, suite: str, variant: str | None = None) -> EvalJob:
-        """Validate the suite now (unknown suite/variant -> error), run it in the background."""
+    def start(self, suite: str, variant: str | None = None,
+              allow: Callable[[str], None] | None = None) -> EvalJob:
+        """Validate the suite now (unknown suite/variant -> error), run it in the background.
+        ``allow(corpus)`` may refuse (raise) before anything starts."""
         if not SUITE_NAME.match(suite) or not (self.suites_dir / suite / "suite.yaml").exists():
             raise NotFound(f"unknown suite {suite!r}; available: {self.suites()}")
-        load_suite(self.suites_dir / suite, variant=variant)  # raises InvalidInput for a bad variant
-        job = EvalJob(id=uuid.uuid4().hex[:16], suite=suite, variant=variant)
+        corpus = load_suite(self.suites_dir / suite, variant=variant).corpus_name  # InvalidInput: bad variant
+        if allow is not None:
+            allow(corpus)
+        job = EvalJob(id=uuid.uuid4().hex[:16], suite=suite, variant=variant, corpus=corpus)
         self._save(job)
         self._pool.submit(self._run, job)
         return job

@@ -20,6 +20,7 @@ of the suite holding ``pyproject.toml``), and can be overridden.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import hashlib
 import json
 from collections.abc import Mapping
@@ -33,8 +34,9 @@ from pydantic import BaseModel, Field, ValidationError
 from mmrag.errors import InvalidInput
 from mmrag.evaluate.beir import load_beir_corpus
 from mmrag.evaluate.metrics import METRIC_NAMES
+from mmrag.ingest.sniff import EXTENSIONS
 
-DOCUMENT_SUFFIXES = (".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp")
+DOCUMENT_SUFFIXES = tuple(EXTENSIONS)  # every kind ingestion accepts (mmrag.ingest.sniff)
 
 
 class DatasetSpec(BaseModel):
@@ -52,6 +54,10 @@ class DatasetSpec(BaseModel):
     """Judgments: ``query-id<TAB>corpus-id<TAB>score`` (header optional) or TREC ``qid 0 doc rel``."""
     qa: str | None = None
     """Optional page-level QA file for answer metrics."""
+    judge: Literal["page", "document"] = "page"
+    """``page``: qrels name pages (``filename#page``); ``document``: qrels name documents (a basename or a
+    glob pattern over basenames such as ``*2023 Q3 AAPL*``), a retrieved page counts for its document and
+    documents rank by their best page. BEIR suites always judge documents."""
 
 
 class PipelineSpec(BaseModel):
@@ -160,6 +166,8 @@ class Suite:
         base = Path(filename).name
         if self.spec.dataset.format == "beir":
             return Path(base).stem
+        if self.spec.dataset.judge == "document":
+            return base
         return f"{base}#{page}"
 
 
@@ -234,13 +242,16 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         corpus / "queries.jsonl" if ds.format == "beir" and ds.queries == "queries.jsonl" else folder / ds.queries
     )
     qrels_path = corpus / "qrels" / "test.tsv" if ds.format == "beir" and ds.qrels == "qrels.tsv" else folder / ds.qrels
+    qrels = load_qrels(qrels_path)
+    if ds.format == "pdf-qrels" and ds.judge == "document":
+        qrels = expand_document_patterns(qrels, [p.name for p in list_documents(corpus, ds.include)], spec.name)
     suite = Suite(
         spec=spec,
         path=folder,
         corpus_dir=corpus,
         variant=variant,
         queries=load_queries(queries_path),
-        qrels=load_qrels(qrels_path),
+        qrels=qrels,
         qa=load_qa(folder / ds.qa) if ds.qa else [],
     )
     check_suite(suite)
@@ -294,6 +305,23 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def expand_document_patterns(qrels: dict[str, dict[str, int]], names: list[str],
+                             suite: str) -> dict[str, dict[str, int]]:
+    """Document judgments with glob patterns (``*2023 Q3 AAPL*``) replaced by the basenames they match;
+    a document matched by several patterns keeps its highest grade. A pattern matching nothing is an error."""
+    out: dict[str, dict[str, int]] = {}
+    for qid, judged in qrels.items():
+        expanded = out.setdefault(qid, {})
+        for pattern, grade in judged.items():
+            matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+            if not matched:
+                raise InvalidInput(f"suite {suite}: query {qid} judges {pattern!r}, which names no document "
+                                   f"of the corpus (judge: document takes basenames or glob patterns)")
+            for name in matched:
+                expanded[name] = max(grade, expanded.get(name, grade))
+    return out
+
+
 def load_qa(path: Path) -> list[QAItem]:
     """Page-level QA items; evidence is a list of ``{"document", "page"}`` (or ``"file#page"``)."""
     items: list[QAItem] = []
@@ -328,6 +356,12 @@ def check_suite(suite: Suite) -> None:
         return
     pages = page_counts(list_documents(suite.corpus_dir, suite.spec.dataset.include))
     keys = [doc for judged in suite.qrels.values() for doc in judged] + [e for qa in suite.qa for e in qa.evidence]
+    if suite.spec.dataset.judge == "document":
+        keys = [k.rpartition("#")[0] if "#" in k else k for k in keys]
+        missing = sorted({k for k in keys if k not in pages})
+        if missing:
+            raise InvalidInput(f"suite {suite.name}: judged documents {missing[:5]} are not in {suite.corpus_dir}")
+        return
     for key in keys:
         name, _, page = key.rpartition("#")
         if name not in pages or not page.isdigit() or not 1 <= int(page) <= pages[name]:

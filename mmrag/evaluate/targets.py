@@ -8,18 +8,17 @@ so metrics never depend on how the results travelled.
 from __future__ import annotations
 
 import contextlib
-import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mmrag.errors import Conflict, MMRAGError
+from mmrag.jobs.model import FINISHED_FILE, JobStatus
 from mmrag.types import DocumentInfo, SearchRequest, SearchResult
 
 IngestProgress = Callable[[int, int, str], None]
-"""Called as ``(done, total, filename)`` after each ingested file."""
+"""Called as ``(done, total, filename)`` as files are ingested."""
 
 
 @runtime_checkable
@@ -28,7 +27,10 @@ class SearchPipeline(Protocol):
 
     def ensure_corpus(self, name: str, config: Any = None) -> object: ...
 
-    def ingest_path(self, corpus: str, path: Path, metadata: dict[str, Any] | None = None) -> DocumentInfo: ...
+    def ingest_files(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
+                     progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
+        """Index the files (one ingestion job) and wait; ``progress`` is called with the job's status."""
+        ...
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult: ...
 
@@ -114,15 +116,12 @@ class InProcessTarget:
                 self.pipeline.ensure_corpus(corpus, CorpusConfig.model_validate(config))
             else:
                 self.pipeline.ensure_corpus(corpus)
-        pages = 0
-        for done, path in enumerate(files, start=1):
-            info = self.pipeline.ingest_path(corpus, path, metadata={"source": "eval"})
-            pages += info.page_count
-            progress(done, len(files), path.name)
-        optimize = getattr(self.pipeline, "optimize", None)
-        if callable(optimize):  # build indexes / quantised prefetch vectors before searching
-            optimize(corpus)
-        return {"documents": len(files), "pages": pages}
+        def on_job(job: JobStatus) -> None:
+            progress(sum(f.state in FINISHED_FILE for f in job.files), len(files), "")
+
+        docs = self.pipeline.ingest_files(corpus, list(files), {"source": "eval"}, on_job)
+        progress(len(docs), len(files), "")
+        return {"documents": len(docs), "pages": sum(d.page_count for d in docs)}
 
     def search(self, corpus: str, request: SearchRequest) -> SearchOutcome:
         result = self.pipeline.search(corpus, request)
@@ -136,26 +135,20 @@ class InProcessTarget:
 
 
 class RestTarget:
-    """Runs against a running mmrag API over HTTP (httpx)."""
+    """Runs against a running mmrag API over HTTP, through the one REST client (:mod:`mmrag.client`)."""
 
-    def __init__(self, base_url: str, *, client: Any = None, timeout_s: float = 300.0, upload_batch: int = 8):
-        import httpx
+    def __init__(self, base_url: str, *, api_key: str | None = None, timeout_s: float = 300.0,
+                 upload_batch: int = 8) -> None:
+        from mmrag.client import Client
 
-        self.client = client or httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s)
+        self.client = Client(base_url, api_key, timeout_s=timeout_s)
         self.description = f"api {base_url}"
         self.can_answer = True
         self.upload_batch = upload_batch
         self.timeout_s = timeout_s
 
-    def _check(self, response: Any, what: str) -> Any:
-        if response.status_code >= 400:
-            raise MMRAGError(f"{what} failed: HTTP {response.status_code}: {response.text[:300]}")
-        return response.json() if response.content else {}
-
-    def listed_filenames(self, corpus: str) -> set[str]:
-        data = self._check(self.client.get(f"/corpora/{corpus}/documents"), "listing documents")
-        docs: list[Any] = (data.get("documents") or data.get("items") or []) if isinstance(data, dict) else data
-        return {str(d.get("filename")) for d in docs}
+    def close(self) -> None:
+        self.client.close()
 
     def prepare(
         self,
@@ -164,58 +157,36 @@ class RestTarget:
         progress: IngestProgress,
         config: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": corpus, **({"config": config} if config else {})}
-        response = self.client.post("/corpora", json=body)
-        if response.status_code != 409:
-            self._check(response, "creating the corpus")
-        present = self.listed_filenames(corpus)
+        """Upload the files not listed yet as jobs of the server's ingestion pipeline; wait for them."""
+        self.client.ensure_corpus(corpus, config)
+        present = {d["filename"] for d in self.client.documents(corpus)}
         todo = [f for f in files if f.name not in present]
         for start in range(0, len(todo), self.upload_batch):
             batch = todo[start : start + self.upload_batch]
-            parts = [("files", (p.name, p.read_bytes(), "application/octet-stream")) for p in batch]
-            data = self._check(self.client.post(f"/corpora/{corpus}/documents", files=parts), "uploading documents")
-            errors = data.get("errors") if isinstance(data, dict) else None
-            if errors:  # a file the server refused would never be listed: fail now, saying which
-                raise MMRAGError(f"upload refused: {errors}")
+            body = self.client.upload(corpus, [(p.name, p.read_bytes()) for p in batch])
+            if body.get("errors"):  # a file the server refused would never be listed: fail now, saying which
+                raise MMRAGError(f"upload refused: {body['errors']}")
+            job = self.client.wait_job(body["job"]["id"], timeout_s=self.timeout_s)
+            if job["errors"]:
+                raise MMRAGError(f"ingestion failed: {job['errors']}")
+            progress(start + len(batch), len(todo), "")
         wanted = {f.name for f in files}
-        deadline = time.monotonic() + self.timeout_s
-        while True:  # uploads may be asynchronous jobs: wait until every file is listed
-            listed = self.listed_filenames(corpus) & wanted
-            progress(len(listed), len(wanted), "")
-            if listed == wanted:
-                return {"documents": len(files), "uploaded": len(todo)}
-            if time.monotonic() > deadline:
-                raise MMRAGError(f"documents not listed after {self.timeout_s}s: {sorted(wanted - listed)[:5]}")
-            time.sleep(0.5)
+        listed = [d for d in self.client.documents(corpus) if d["filename"] in wanted]
+        return {"documents": len(listed), "pages": sum(d["page_count"] for d in listed), "uploaded": len(todo)}
 
     def search(self, corpus: str, request: SearchRequest) -> SearchOutcome:
-        body: dict[str, Any] = {"query": request.query, "top_k": request.top_k, "spaces": request.spaces}
-        for key in ("weights", "fusion", "rrf_k"):
-            if getattr(request, key) is not None:
-                body[key] = getattr(request, key)
-        if request.document_ids is not None:
-            body["document_ids"] = request.document_ids
-        data = self._check(self.client.post(f"/corpora/{corpus}/search", json=body), "search")
-        hits = [
-            Hit(
-                filename=str(r.get("document", r.get("filename", ""))),
-                page=int(r["page"]),
-                score=float(r.get("score", 0.0)),
-                document_id=str(r.get("document_id", "")),
-                scores={k: float(v) for k, v in (r.get("scores") or {}).items()},
-            )
-            for r in data.get("results", [])
-        ]
-        return SearchOutcome(hits, {k: float(v) for k, v in (data.get("timings") or {}).items()})
+        data = self.client.search(corpus, request)
+        hits = [Hit(str(r["document"]), int(r["page"]), float(r["score"]), str(r["document_id"]),
+                    {k: float(v) for k, v in r["scores"].items()}) for r in data["results"]]
+        return SearchOutcome(hits, {k: float(v) for k, v in data["timings"].items()})
 
     def answer(self, corpus: str, question: str, top_k: int) -> AnswerOutcome:
-        body = {"question": question, "top_k": top_k}
-        response = self.client.post(f"/corpora/{corpus}/answer", json=body)
-        if response.status_code >= 400:
-            self._check(response, "answer")
-        if "text/event-stream" in response.headers.get("content-type", ""):
-            return _answer_outcome(last_sse_json(response.text, key="answer"))
-        return _answer_outcome(response.json())
+        for event, data in self.client.answer_events(corpus, {"question": question, "top_k": top_k}):
+            if event == "error":
+                raise MMRAGError(f"answer failed: {data.get('code')}: {data.get('message')}")
+            if event == "done":
+                return _answer_outcome(data)
+        raise MMRAGError("the answer stream ended without a final event")
 
 
 class StreamingAnswerer:
@@ -244,17 +215,3 @@ class StreamingAnswerer:
                     "timings": dict(event.timings),
                 }
         raise MMRAGError("the answer stream ended without a final event")
-
-
-def last_sse_json(text: str, key: str) -> dict[str, Any]:
-    """The last ``data:`` JSON object of an SSE body that holds ``key``."""
-    found: dict[str, Any] = {}
-    for line in text.splitlines():
-        if line.startswith("data:"):
-            try:
-                data = json.loads(line[5:].strip())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and key in data:
-                found = data
-    return found

@@ -87,6 +87,7 @@ class AdmissionController:
         self._running: dict[str, Ticket] = {}
         self._used = 0
         self.peak_used = 0  # highest admitted token sum seen (must stay <= token_budget)
+        self.rejected = 0  # submissions refused because the queue was full (429)
         self._vtime = 0.0  # fair-queueing virtual time
         self._lane_finish: dict[int, float] = {}
         self._seq = 0
@@ -136,6 +137,7 @@ class AdmissionController:
                     del self._lane_finish[lane]
                 else:
                     self._lane_finish[lane] = before
+                self.rejected += 1
                 raise Overloaded(
                     f"VLM queue is full ({len(self._waiting)} requests, {self.queued_tokens} tokens waiting)",
                     retry_after=self.retry_after(),

@@ -152,8 +152,10 @@ class AnswerService:
         default_visual_token_budget: int = 1280,
         max_tokens_per_image: int = 1280,
         default_max_new_tokens: int = 512,
+        extractive_reason: str = "No vision-language model is configured (vlm.backend = none)",
     ) -> None:
         self.search = search
+        self.extractive_reason = extractive_reason  # why answers are extractive when there is no engine
         self.load_page_image = load_page_image
         self.engine = engine
         self.default_visual_token_budget = default_visual_token_budget
@@ -264,8 +266,6 @@ class AnswerService:
         answer, cites = extractive_answer(evidence)
         yield EvidenceSelected("evidence", cites, 0, max(0, len(unique_pages(evidence)) - len(cites)))
         yield TokenDelta("token", answer)
-        notice = (
-            "No vision-language model is configured (vlm.backend = none): this is an extractive "
-            "answer quoting the top evidence snippets, not a generated one."
-        )
+        notice = (f"{self.extractive_reason}: this is an extractive answer quoting the top evidence "
+                  "snippets, not a generated one.")
         yield AnswerDone("done", answer, "extractive", cites, timings, notice)

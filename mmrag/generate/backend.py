@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import abc
 import hashlib
-import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PIL import Image
-
-from mmrag.errors import InvalidInput
 from mmrag.generate.encoder_cache import EncoderCacheKey
 from mmrag.generate.visual_tokens import VisualTokenizer, VisualTokenPlan
+from mmrag.imaging import image_size
+
+MAX_IMAGE_PIXELS = 100_000_000
+"""Decompression-bomb guard for evidence images (page renders are capped far lower by ingest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +86,7 @@ class RequestTimings:
 
 def image_input(data: bytes, accounting: VisualTokenizer, max_tokens: int | None, label: str = "") -> ImageInput:
     """Hash and measure an encoded image and plan it under ``max_tokens`` (header read only)."""
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            width, height = im.size
-    except Exception as exc:  # PIL raises many types for bad bytes
-        raise InvalidInput(f"image {label or ''} cannot be decoded: {exc}") from exc
+    width, height = image_size(data, max_pixels=MAX_IMAGE_PIXELS, what=f"image {label}".strip())
     plan = accounting.plan(width, height, max_tokens)
     return ImageInput(data, hashlib.sha256(data).hexdigest(), plan, label)
 

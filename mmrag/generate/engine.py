@@ -62,6 +62,7 @@ class VLMEngine:
             max_queue_tokens=config.max_queue_tokens,
             queue_timeout_s=config.queue_timeout_s,
             starvation_s=config.starvation_s,
+            policy=config.admission_policy,
         )
         self.cache = cache if cache is not None else EncoderCache(config.encoder_cache_bytes)
         self._encoders = cf.ThreadPoolExecutor(config.encoder_threads, thread_name_prefix="vlm-encoder")

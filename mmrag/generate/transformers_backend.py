@@ -9,32 +9,29 @@ each decode step, and streams text deltas back; ``close`` stops the loop.
 
 from __future__ import annotations
 
-import io
 import queue
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
-from PIL import Image
 
+from mmrag.devices import resolve_device_dtype
 from mmrag.errors import InvalidInput, NotFound, Unavailable
-from mmrag.generate.backend import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
+from mmrag.generate.backend import (
+    MAX_IMAGE_PIXELS,
+    EncodedImage,
+    GenerationRequest,
+    ImageInput,
+    RequestTimings,
+    VLMBackend,
+)
 from mmrag.generate.config import VLMConfig
 from mmrag.generate.decode_loop import DecodeLoop
 from mmrag.generate.decode_loop import Sequence as LoopSequence
 from mmrag.generate.qwen_inputs import expand_image_placeholders, mrope_position_ids, scatter_image_features
 from mmrag.generate.visual_tokens import QwenVisualTokenizer
-
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def resolve_device_dtype(device: str, dtype: str) -> tuple[str, torch.dtype]:
-    """``auto`` device: cuda if available; ``auto`` dtype: bfloat16 on cuda, float32 on cpu."""
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    if dtype == "auto":
-        return dev, torch.bfloat16 if dev.startswith("cuda") else torch.float32
-    return dev, _DTYPES[dtype]
+from mmrag.imaging import decode_image
 
 
 class TransformersBackend(VLMBackend):
@@ -80,8 +77,7 @@ class TransformersBackend(VLMBackend):
     def encode(self, image: ImageInput) -> EncodedImage:
         """Decode, resize to the plan (the processor's own resize), run the vision tower."""
         t0 = time.perf_counter()
-        with Image.open(io.BytesIO(image.data)) as im:
-            rgb = im.convert("RGB")
+        rgb = decode_image(image.data, max_pixels=MAX_IMAGE_PIXELS, what=image.label or "image")
         size = {"shortest_edge": self.accounting.min_pixels, "longest_edge": image.plan.max_pixels}
         batch = self.processor.image_processor(images=[rgb], size=size, return_tensors="pt")  # type: ignore[attr-defined]
         pixels = batch["pixel_values"].to(self.device, self.model.dtype)  # (patches, C*T*14*14)

@@ -29,9 +29,17 @@ import httpx
 from PIL import Image
 
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
-from mmrag.generate.backend import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
+from mmrag.generate.backend import (
+    MAX_IMAGE_PIXELS,
+    EncodedImage,
+    GenerationRequest,
+    ImageInput,
+    RequestTimings,
+    VLMBackend,
+)
 from mmrag.generate.config import VLMConfig
 from mmrag.generate.visual_tokens import VisualTokenizer, tokenizer_for
+from mmrag.imaging import decode_image
 
 
 def family_of(model_id: str) -> str:
@@ -51,8 +59,7 @@ def family_of(model_id: str) -> str:
 
 def image_content_part(image: ImageInput, uuid: str) -> dict[str, Any]:
     """OpenAI ``image_url`` content part with vLLM's stable ``uuid``, resized to the plan."""
-    with Image.open(io.BytesIO(image.data)) as im:
-        rgb = im.convert("RGB")
+    rgb = decode_image(image.data, max_pixels=MAX_IMAGE_PIXELS, what=image.label or "image")
     size = (image.plan.resized_width, image.plan.resized_height)
     if rgb.size != size and image.plan.tiles == 1:
         rgb = rgb.resize(size, Image.Resampling.BICUBIC)

@@ -25,6 +25,7 @@ class DocumentFacts:
     periods: list[str] = field(default_factory=list)  # normalised periods / dates the document is about
     versions: list[str] = field(default_factory=list)  # version strings (v2.1, Rev. C, 2023 edition)
     labels: list[str] = field(default_factory=list)  # document type labels ("Form 10-Q", "user guide")
+    date: str | None = None  # ISO date the document is about (its main period's end; else created)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,55 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import time
-from pathlib import PurePath
 from typing import Any
 
 from PIL import Image
 
 from mmrag.config import IngestConfig
-from mmrag.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from mmrag.errors import InvalidInput, TooLarge
 from mmrag.ingest import pdf
 from mmrag.ingest.ids import document_id, page_id
-from mmrag.ingest.images import IMAGE_TYPES, decode_image, encode_png
+from mmrag.ingest.images import decode_image, encode_png
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
+from mmrag.ingest.sniff import BY_MEDIA_TYPE, KINDS, sniff_kind
 from mmrag.types import Document, Page, TextSource, Word
 
-SUPPORTED = ["application/pdf", *IMAGE_TYPES]
-
-_MAGIC = [
-    (b"%PDF-", "application/pdf"),
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"II*\x00", "image/tiff"),
-    (b"MM\x00*", "image/tiff"),
-    (b"BM", "image/bmp"),
-]
-
-_EXTENSIONS = {
-    ".pdf": "application/pdf", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-    ".webp": "image/webp", ".tif": "image/tiff", ".tiff": "image/tiff", ".bmp": "image/bmp",
-    ".gif": "image/gif",
-}
+SUPPORTED = list(BY_MEDIA_TYPE)
+IMAGE_KINDS = frozenset(k for k, v in KINDS.items() if v.family == "image")
 
 
 def sniff_media_type(data: bytes, filename: str = "") -> str:
-    """The media type the bytes really are. The extension only decides between nothing:
-    a ``.png`` holding text is rejected, naming what its bytes look like."""
-    head = data[:1024]
-    for magic, media in _MAGIC:
-        if head.startswith(magic):
-            return media
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    if b"%PDF-" in head:  # PDFs may have junk before the header
-        return "application/pdf"
-    claimed = _EXTENSIONS.get(PurePath(filename).suffix.lower(), "unknown")
-    raise UnsupportedMediaType(
-        f"{filename or 'file'}: content is not a supported type (extension says {claimed}, bytes do not match); "
-        f"allowed: {', '.join(SUPPORTED)}"
-    )
+    """The media type the bytes really are (:func:`mmrag.ingest.sniff.sniff_kind`); the extension only
+    breaks ties: a ``.png`` holding text is rejected, naming what its bytes look like."""
+    return sniff_kind(data, filename).media_type
 
 
 def _usable(words: list[Word], min_chars: int) -> bool:
@@ -123,14 +95,15 @@ def parse_document(data: bytes, filename: str, config: IngestConfig,
     if len(data) > config.max_upload_bytes:
         raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {config.max_upload_bytes:,} "
                        "(MMRAG_INGEST__MAX_UPLOAD_BYTES)")
-    media_type = sniff_media_type(data, name)
-    doc_id = document_id(data)
+    from mmrag.ingest.source import prepare_source  # source -> convert -> worker -> parse: import late
     t0 = time.perf_counter()
-    if media_type == "application/pdf":
-        pages = parse_pdf(data, doc_id, config)
-    else:
+    source = prepare_source(data, name, config)
+    doc_id = document_id(data)
+    if source.kind in IMAGE_KINDS:
         pages = parse_image(data, doc_id, name, config)
+    else:
+        pages = parse_pdf(source.pdf or data, doc_id, config)
     return Document(
-        id=doc_id, filename=name, media_type=media_type, size_bytes=len(data), pages=pages,
-        metadata=dict(metadata or {}), timings={"parse": time.perf_counter() - t0},
+        id=doc_id, filename=name, media_type=source.media_type, size_bytes=len(data), pages=pages,
+        metadata={**(metadata or {}), "doc": source.facts.as_dict()}, timings={"parse": time.perf_counter() - t0},
     )

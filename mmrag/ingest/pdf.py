@@ -12,6 +12,7 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
+from mmrag.ingest.tables import words_with_tables
 from mmrag.types import Word
 
 
@@ -74,6 +75,8 @@ def render_page(doc: pymupdf.Document, number: int, config: IngestConfig) -> Ren
     try:
         page = doc.load_page(number - 1)
         words = page_words(page)
+        if config.tables:
+            words = words_with_tables(page, words)
         t1 = time.perf_counter()
         zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)

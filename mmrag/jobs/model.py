@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from mmrag.config import CorpusConfig
+from mmrag.types import Page
 
 Stage = Literal["plan", "parse", "embed", "write", "commit"]
 """Stages and the queue each runs on: plan/parse -> ``cpu``, embed -> ``gpu``, write/commit -> ``write``."""
 
-QUEUE_OF: dict[str, str] = {"plan": "cpu", "parse": "cpu", "embed": "gpu", "write": "write", "commit": "write"}
+QUEUE_OF: dict[Stage, str] = {"plan": "cpu", "parse": "cpu", "embed": "gpu", "write": "write", "commit": "write"}
 
 
 class JobState(enum.StrEnum):
@@ -34,21 +37,106 @@ FINISHED_JOB = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)
+class StageTimings:
+    """parse -> embed -> write: what a page batch's stages have taken so far."""
+
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds (parse, embed)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """plan -> commit: the file is good; this many pages in this many batches."""
+
+    pages: int
+    batches: int
+    media_type: str  # sniffed from the bytes
+    timings: dict[str, float] = field(default_factory=dict)  # {"plan": seconds}
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """any stage -> commit: the file failed (bad bytes, or a stage gave up); the job goes on."""
+
+    error: str  # stable error code (corrupt_document, unavailable, internal_error, ...)
+    message: str  # what was wrong
+
+
+WorkInfo = StageTimings | Planned | Failed
+_INFO_KINDS: dict[str, type[StageTimings] | type[Planned] | type[Failed]] = {
+    "timings": StageTimings, "planned": Planned, "failed": Failed}
+
+
+def info_to_dict(info: WorkInfo) -> dict[str, Any]:
+    """JSON-safe form (the Celery wire format), tagged with its kind."""
+    kind = next(k for k, cls in _INFO_KINDS.items() if isinstance(info, cls))
+    return {"kind": kind, **asdict(info)}
+
+
+def info_from_dict(data: dict[str, Any]) -> WorkInfo:
+    """Inverse of :func:`info_to_dict`; untagged dicts (messages of an older version) by their keys."""
+    data = dict(data)
+    kind = data.pop("kind", None) or ("failed" if "error" in data else "planned" if "pages" in data else "timings")
+    return _INFO_KINDS[kind](**data)
+
+
+@dataclass(frozen=True, slots=True)
 class Work:
     """One unit of work: ids only (the payload lives in the spool), so a message can be re-sent safely."""
 
-    stage: str  # one of Stage
+    stage: Stage
     job_id: str
     file: int  # index of the file within its job
     batch: int = -1  # page batch (-1: the whole file, e.g. plan)
-    info: dict[str, Any] = field(default_factory=dict)  # commit: outcome; write: stage timings
+    info: WorkInfo = field(default_factory=StageTimings)  # what the previous stage tells the next one
 
     def as_args(self) -> list[Any]:
-        return [self.job_id, self.file, self.batch, self.info]
+        """The task arguments on the wire (JSON-safe); :meth:`from_args` reads them back."""
+        return [self.job_id, self.file, self.batch, info_to_dict(self.info)]
+
+    @classmethod
+    def from_args(cls, stage: Stage, job_id: str, file: int, batch: int, info: dict[str, Any]) -> Work:
+        return cls(stage, job_id, file, batch, info_from_dict(info))
 
     @property
     def queue(self) -> str:
         return QUEUE_OF[self.stage]
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Stage timings carried so far (none for a failure)."""
+        return {} if isinstance(self.info, Failed) else dict(self.info.timings)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What the spool keeps per uploaded file of a job (``manifest.json``), read by every stage."""
+
+    corpus: str
+    filename: str
+    document_id: str
+    blob: str  # spool key of the bytes (their sha256)
+    size_bytes: int
+    metadata: dict[str, Any]  # stored with every page
+    spaces: list[str]  # the corpus's spaces when the job started
+    corpus_config: CorpusConfig | None = None  # per-corpus options for the spaces (None: defaults)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        data["corpus_config"] = self.corpus_config.model_dump(mode="json") if self.corpus_config else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        config = data.get("corpus_config")
+        return cls(**{**data, "corpus_config": CorpusConfig.model_validate(config) if config else None})
+
+
+@dataclass(slots=True)
+class ParsedBatch:
+    """parse -> embed/write: one batch's pages without their PNGs (those are spooled apart)."""
+
+    media_type: str
+    pages: list[Page]
 
 
 @dataclass(slots=True)

@@ -16,18 +16,16 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
-from mmrag.config import JobsConfig
+from mmrag.config import JobsConfig, Settings
+from mmrag.errors import Unavailable
 from mmrag.jobs.model import JobStatus, Work
 from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, run_stage
 from mmrag.jobs.writer import JobWriter, Upload
 
-if TYPE_CHECKING:
-    from mmrag.pipeline import Pipeline
-
 log = logging.getLogger(__name__)
-_STOP = Work("stop", "", -1)
 
 
 class JobRunner(Protocol):
@@ -39,10 +37,14 @@ class JobRunner(Protocol):
     def cancel(self, job_id: str) -> JobStatus: ...
 
 
+RunnerFactory = Callable[[JobWriter, StageContext, Settings], JobRunner]
+"""How the composition root builds a process's runner from the job writer, the stage context and settings."""
+
+
 class LocalRunner:
     def __init__(self, ctx: StageContext, writer: JobWriter, config: JobsConfig) -> None:
         self.ctx, self.writer, self.config = ctx, writer, config
-        self.queues: dict[str, queue.Queue[Work]] = {q: queue.Queue() for q in ("cpu", "gpu", "write")}
+        self.queues: dict[str, queue.Queue[Work | None]] = {q: queue.Queue() for q in ("cpu", "gpu", "write")}
         self._threads: list[threading.Thread] = []
         self._write_lock = threading.Lock()
         self._stopping = threading.Event()
@@ -64,7 +66,7 @@ class LocalRunner:
         self._stopping.set()
         for name, q in self.queues.items():
             for _ in range(sum(t.name.startswith(f"mmrag-jobs-{name}-") for t in self._threads)):
-                q.put(_STOP)
+                q.put(None)
         deadline = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -76,6 +78,9 @@ class LocalRunner:
             self.queues[w.queue].put(w)
 
     def submit(self, corpus: str, uploads: list[Upload]) -> str:
+        if not self._threads:
+            raise Unavailable("this process does not run ingestion jobs (its pipeline was built with "
+                              "run_jobs=False)")
         with self._write_lock:
             job_id, work = self.writer.submit(corpus, uploads)
         self.send(work)
@@ -90,7 +95,7 @@ class LocalRunner:
         q = self.queues[name]
         while True:
             work = q.get()
-            if work is _STOP or self._stopping.is_set():
+            if work is None or self._stopping.is_set():
                 return
             try:
                 self.send(self._run(work))
@@ -114,7 +119,6 @@ class LocalRunner:
         return []
 
 
-def local_runner(pipeline: Pipeline) -> LocalRunner:
-    """The embedded runner over a built pipeline (the stages run on this process's embedders)."""
-    assert pipeline.job_writer is not None
-    return LocalRunner(pipeline.stage_context(), pipeline.job_writer, pipeline.settings.jobs)
+def local_runner(writer: JobWriter, ctx: StageContext, settings: Settings) -> LocalRunner:
+    """The embedded runner (a :data:`RunnerFactory`): the stages run on this process's embedders."""
+    return LocalRunner(ctx, writer, settings.jobs)

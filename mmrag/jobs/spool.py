@@ -3,8 +3,8 @@
 Layout (a folder under the data folder, or a volume shared by the API and the workers)::
 
     blobs/<sha256>                          uploaded bytes, keyed by content hash
-    jobs/<job>/<file>/manifest.json         corpus, filename, document id, blob, metadata, spaces
-    jobs/<job>/<file>/b<batch>.pages        parsed pages of one batch (text, words; no images)
+    jobs/<job>/<file>/manifest.json         a Manifest: corpus, filename, document id, blob, metadata, spaces
+    jobs/<job>/<file>/b<batch>.pages        a ParsedBatch: pages of one batch (text, words; no images)
     jobs/<job>/<file>/b<batch>.images       rendered PNGs of those pages
     jobs/<job>/<file>/b<batch>.points       vectors of those pages, ready to upsert
     jobs/<job>/cancelled                    marker: workers skip the job's remaining work
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.ingest.ids import sha256_hex
+from mmrag.jobs.model import Manifest, ParsedBatch
 
 
 class Spool:
@@ -59,12 +60,16 @@ class Spool:
     def file_dir(self, job_id: str, file: int) -> Path:
         return self.root / "jobs" / job_id / str(file)
 
-    def put_manifest(self, job_id: str, file: int, manifest: dict[str, Any]) -> None:
-        self._atomic(self.file_dir(job_id, file) / "manifest.json", json.dumps(manifest).encode())
+    def put_manifest(self, job_id: str, file: int, manifest: Manifest) -> None:
+        self._atomic(self.file_dir(job_id, file) / "manifest.json", json.dumps(manifest.to_dict()).encode())
 
-    def manifest(self, job_id: str, file: int) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads((self.file_dir(job_id, file) / "manifest.json").read_text())
-        return value
+    def manifest(self, job_id: str, file: int) -> Manifest:
+        return Manifest.from_dict(json.loads((self.file_dir(job_id, file) / "manifest.json").read_text()))
+
+    def parsed(self, job_id: str, file: int, batch: int) -> ParsedBatch:
+        """The ``pages`` output of a batch's parse stage."""
+        value = self.get(job_id, file, batch, "pages")
+        return value if isinstance(value, ParsedBatch) else ParsedBatch(**value)  # a dict: spooled before ParsedBatch
 
     def put(self, job_id: str, file: int, batch: int, kind: str, value: Any) -> None:
         self._atomic(self.file_dir(job_id, file) / f"b{batch}.{kind}", pickle.dumps(value, protocol=5))

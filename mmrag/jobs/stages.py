@@ -18,13 +18,17 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from mmrag.config import CorpusConfig, IngestConfig
+from mmrag.config import IngestConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
-from mmrag.indexing import embed_pages
-from mmrag.jobs.model import Work
-from mmrag.jobs.pages import count_pages, parse_pages, split_images
+from mmrag.ingest.doc_evidence import complete_facts
+from mmrag.ingest.page_store import RenderSpec
+from mmrag.ingest.source import Source, prepare_source
+from mmrag.jobs.embedding import embed_pages
+from mmrag.jobs.model import Failed, ParsedBatch, Planned, StageTimings, Work
+from mmrag.jobs.pages import parse_pages, split_images
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
 from mmrag.types import Document
@@ -40,14 +44,27 @@ class StageContext:
     spaces: dict[str, Space] | None = None  # None: this process does not embed (a CPU worker)
 
 
+SOURCE_BATCH = -1  # spool slot of the file's Source (kind, converted PDF, facts), written by plan
+
+
+def kept_source(spool: Spool, job_id: str, file: int) -> tuple[bytes | None, RenderSpec | None]:
+    """The PDF a file's pages render from (the upload or its conversion) and how, for the page store;
+    (None, None) for images."""
+    source: Source = spool.get(job_id, file, SOURCE_BATCH, "source")
+    if source.render is None:
+        return None, None
+    return source.pdf or spool.blob(spool.manifest(job_id, file).blob), source.render
+
+
 def batch_range(batch: int, batch_pages: int, pages: int) -> tuple[int, int]:
     """1-based inclusive page range of ``batch``."""
     first = batch * batch_pages + 1
     return first, min(pages, first + batch_pages - 1)
 
 
-def failed(work: Work, exc: InvalidInput) -> list[Work]:
-    return [Work("commit", work.job_id, work.file, work.batch, {"error": exc.code, "message": exc.message})]
+def failed(work: Work, error: str, message: str) -> list[Work]:
+    """The file of ``work`` failed: tell the owner (a ``commit`` carrying the reason)."""
+    return [Work("commit", work.job_id, work.file, work.batch, Failed(error, message))]
 
 
 def plan(ctx: StageContext, work: Work) -> list[Work]:
@@ -55,12 +72,15 @@ def plan(ctx: StageContext, work: Work) -> list[Work]:
         return []
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
-    try:
-        media_type, pages = count_pages(ctx.spool.blob(m["blob"]), m["filename"], ctx.ingest)
-    except InvalidInput as exc:
-        return failed(work, exc)
+    data = ctx.spool.blob(m.blob)
+    source = prepare_source(data, m.filename, ctx.ingest)  # non-PDF kinds converted once
+    ctx.spool.put(work.job_id, work.file, SOURCE_BATCH, "source", source)
+    evidence = complete_facts(source.facts, m.filename, source.pdf or (data if source.kind == "pdf" else None))
+    facts = {**m.metadata, "doc": evidence.as_dict()}  # title/author/dates + entities/periods: catalog + payload
+    ctx.spool.put_manifest(work.job_id, work.file, replace(m, metadata=facts))
+    media_type, pages = source.media_type, source.pages
     batches = math.ceil(pages / ctx.batch_pages)
-    info = {"pages": pages, "batches": batches, "media_type": media_type, "timings": {"plan": time.perf_counter() - t0}}
+    info = Planned(pages, batches, media_type, {"plan": time.perf_counter() - t0})
     return [Work("commit", work.job_id, work.file, -1, info)] + [
         Work("parse", work.job_id, work.file, b) for b in range(batches)]
 
@@ -70,47 +90,45 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
         return []
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
-    data = ctx.spool.blob(m["blob"])
-    try:
-        _, total = count_pages(data, m["filename"], ctx.ingest)
-        first, last = batch_range(work.batch, ctx.batch_pages, total)
-        media_type, pages = parse_pages(data, m["document_id"], m["filename"], ctx.ingest, first, last)
-    except InvalidInput as exc:
-        return failed(work, exc)
+    source: Source = ctx.spool.get(work.job_id, work.file, SOURCE_BATCH, "source")
+    data = source.pdf or ctx.spool.blob(m.blob)  # pages render from the converted PDF, if there is one
+    first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
+    _, pages = parse_pages(data, m.document_id, m.filename, ctx.ingest, first, last)
+    media_type = source.media_type
     meta, images = split_images(pages)
     ctx.spool.put(work.job_id, work.file, work.batch, "images", images)
-    ctx.spool.put(work.job_id, work.file, work.batch, "pages", {"media_type": media_type, "pages": meta})
-    return [Work("embed", work.job_id, work.file, work.batch, {"timings": {"parse": time.perf_counter() - t0}})]
+    ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(media_type, meta))
+    return [Work("embed", work.job_id, work.file, work.batch, StageTimings({"parse": time.perf_counter() - t0}))]
 
 
 def batch_document(spool: Spool, work: Work, with_images: bool) -> Document:
     """The document header from the manifest with one batch's pages (PNGs restored if asked)."""
     m = spool.manifest(work.job_id, work.file)
-    parsed = spool.get(work.job_id, work.file, work.batch, "pages")
-    pages = parsed["pages"]
+    parsed = spool.parsed(work.job_id, work.file, work.batch)
+    pages = parsed.pages
     if with_images:
         images = spool.get(work.job_id, work.file, work.batch, "images")
         pages = [replace(p, image_png=png) for p, png in zip(pages, images, strict=True)]
-    return Document(id=m["document_id"], filename=m["filename"], media_type=parsed["media_type"],
-                    size_bytes=m["size_bytes"], pages=pages, metadata=m["metadata"])
+    return Document(id=m.document_id, filename=m.filename, media_type=parsed.media_type,
+                    size_bytes=m.size_bytes, pages=pages, metadata=m.metadata)
 
 
 def embed(ctx: StageContext, work: Work) -> list[Work]:
     if ctx.spool.cancelled(work.job_id):
         return []
-    assert ctx.spaces is not None, "this worker has no embedders (start it on the gpu queue)"
+    if ctx.spaces is None:
+        raise Unavailable("this worker has no embedders (start it on the gpu queue)")
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
     doc = batch_document(ctx.spool, work, with_images=any(
-        ctx.spaces[s].needs_image for s in m["spaces"] if s in ctx.spaces))
-    corpus_config = CorpusConfig.model_validate(m["corpus_config"]) if "corpus_config" in m else None
-    points = embed_pages(doc, ctx.spaces, m["spaces"], ctx.ingest, corpus_config)
+        ctx.spaces[s].needs_image for s in m.spaces if s in ctx.spaces))
+    points = embed_pages(doc, ctx.spaces, m.spaces, ctx.ingest, m.corpus_config)
     ctx.spool.put(work.job_id, work.file, work.batch, "points", points)
-    timings = {**work.info.get("timings", {}), "embed": time.perf_counter() - t0}
-    return [Work("write", work.job_id, work.file, work.batch, {"timings": timings})]
+    timings = {**work.timings, "embed": time.perf_counter() - t0}
+    return [Work("write", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
-WORKER_STAGES = {"plan": plan, "parse": parse, "embed": embed}
+WORKER_STAGES: dict[str, Callable[[StageContext, Work], list[Work]]] = {"plan": plan, "parse": parse, "embed": embed}
 
 TRANSIENT: tuple[type[BaseException], ...] = (Unavailable, Overloaded, ConnectionError, TimeoutError)
 """Errors worth a retry with backoff (the embedding service is busy or restarting, a network blip)."""
@@ -122,8 +140,8 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
     for the caller's retry policy; any other error fails the file with its reason, and the job goes on."""
     try:
         return WORKER_STAGES[work.stage](ctx, work)
-    except InvalidInput as exc:
-        return failed(work, exc)
+    except InvalidInput as exc:  # a bad file
+        return failed(work, exc.code, exc.message)
     except FileNotFoundError:
         log.info("dropping stale %s work of job %s file %d", work.stage, work.job_id, work.file)
         return []
@@ -131,12 +149,9 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
         raise
     except Exception as exc:
         log.exception("%s of job %s file %d batch %d failed", work.stage, work.job_id, work.file, work.batch)
-        return [Work("commit", work.job_id, work.file, work.batch,
-                     {"error": "internal_error", "message": f"{work.stage} failed: {type(exc).__name__}: {exc}"})]
+        return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
 
 
 def give_up(work: Work, exc: BaseException) -> list[Work]:
     """After the last retry of a transient error: the file fails with the reason."""
-    return [Work("commit", work.job_id, work.file, work.batch,
-                 {"error": getattr(exc, "code", "unavailable"),
-                  "message": f"{work.stage} gave up after retries: {exc}"})]
+    return failed(work, getattr(exc, "code", "unavailable"), f"{work.stage} gave up after retries: {exc}")

@@ -136,6 +136,15 @@ class JobStore(SqliteDB):
         return [r[0] for r in self._rows("SELECT id FROM jobs WHERE state IN (?, ?) ORDER BY created_at",
                                          JobState.QUEUED.value, JobState.RUNNING.value)]
 
+    def state_counts(self) -> dict[str, int]:
+        """Jobs per state (for metrics)."""
+        return {s: int(n) for s, n in self._rows("SELECT state, COUNT(*) FROM jobs GROUP BY state")}
+
+    def finished_since(self, since: float) -> list[tuple[float, dict[str, float]]]:
+        """(finished_at, stage timings) of the jobs finished after ``since``, oldest first (for metrics)."""
+        rows = self._rows("SELECT finished_at, timings FROM jobs WHERE finished_at > ? ORDER BY finished_at", since)
+        return [(float(t), json.loads(timings)) for t, timings in rows]
+
     def _status(self, row: tuple[Any, ...]) -> JobStatus:
         job_id, corpus, state, created, updated, finished, timings = row
         done = {(i, ): (n, p) for i, n, p in self._rows(

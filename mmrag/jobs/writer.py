@@ -22,12 +22,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mmrag.catalog import Catalog
+from mmrag.config import IngestConfig
 from mmrag.errors import InvalidInput, NotFound, TooLarge
 from mmrag.ingest.ids import document_id
+from mmrag.ingest.mail import email_attachments
 from mmrag.ingest.parse import sniff_media_type
-from mmrag.jobs.model import FINISHED_FILE, FileState, JobState, JobStatus, Work
+from mmrag.ingest.sniff import ACCEPTED
+from mmrag.ingest.source import inspect_upload
+from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
 from mmrag.jobs.spool import Spool
-from mmrag.jobs.stages import batch_document
+from mmrag.jobs.stages import batch_document, kept_source
 from mmrag.jobs.state import JobStore, NewFile
 from mmrag.store.base import FilterSpec, VectorStore
 from mmrag.types import Document
@@ -44,14 +48,27 @@ class Upload:
     metadata: dict[str, Any]
 
 
-def check_upload(data: bytes, name: str, max_bytes: int) -> None:
+def check_upload(data: bytes, name: str, max_bytes: int, config: IngestConfig | None = None) -> None:
     """The checks that need no parsing (made before a job starts): not empty, under the size limit,
-    a supported type. Corrupt or encrypted files are found while parsing and reported in the job."""
+    a supported type, container limits (:func:`mmrag.ingest.source.inspect_upload`). Corrupt or
+    encrypted files are found while parsing and reported in the job."""
     if not data:
-        raise InvalidInput(f"{name} is empty (0 bytes); upload a PDF or an image")
+        raise InvalidInput(f"{name} is empty (0 bytes); upload a document ({ACCEPTED})")
     if len(data) > max_bytes:
         raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {max_bytes:,} (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
-    sniff_media_type(data, name)
+    inspect_upload(data, name, config or IngestConfig(max_upload_bytes=max_bytes))
+
+
+def with_attachments(uploads: list[Upload]) -> list[Upload]:
+    """Each email followed by its attachments, as uploads of their own (one level: an attached email
+    becomes a document of its body; its own attachments are not unpacked)."""
+    out = []
+    for up in uploads:
+        out.append(up)
+        if sniff_media_type(up.data, up.filename) == "message/rfc822":
+            out.extend(Upload(name, data, {**up.metadata, "attachment_of": up.filename})
+                       for name, data in email_attachments(up.data, up.filename))
+    return out
 
 
 class JobWriter:
@@ -65,13 +82,11 @@ class JobWriter:
         spaces = corpus_config.spaces
         job_id = self.jobs.new_id()
         files = []
-        for i, up in enumerate(uploads):
+        for i, up in enumerate(with_attachments(uploads)):
             blob, doc_id = self.spool.put_blob(up.data), document_id(up.data)
             exists = self.catalog.find_document(corpus, doc_id) is not None
-            self.spool.put_manifest(job_id, i, {
-                "corpus": corpus, "filename": up.filename, "document_id": doc_id, "blob": blob,
-                "size_bytes": len(up.data), "metadata": up.metadata, "spaces": spaces,
-                "corpus_config": corpus_config.model_dump(mode="json")})
+            self.spool.put_manifest(job_id, i, Manifest(corpus, up.filename, doc_id, blob, len(up.data),
+                                                        up.metadata, spaces, corpus_config))
             state = FileState.EXISTS if exists else FileState.QUEUED
             files.append(NewFile(up.filename, doc_id, blob, len(up.data), state))
         self.jobs.create_job(job_id, corpus, files)
@@ -92,21 +107,23 @@ class JobWriter:
         return []
 
     def _commit(self, job: JobStatus, work: Work) -> None:
-        if "error" in work.info:
-            self._fail_file(job, work.file, work.info["error"], work.info["message"])
+        if isinstance(work.info, Failed):
+            self._fail_file(job, work.file, work.info.error, work.info.message)
             return
-        self.jobs.set_planned(job.id, work.file, work.info["pages"], work.info["batches"])
-        self.jobs.add_timings(job.id, work.info.get("timings", {}))
+        if not isinstance(work.info, Planned):
+            raise ValueError(f"a commit carries Planned or Failed, not {work.info!r}")
+        self.jobs.set_planned(job.id, work.file, work.info.pages, work.info.batches)
+        self.jobs.add_timings(job.id, work.timings)
         self._maybe_finish_file(job.id, work.file)
 
     def _write(self, job: JobStatus, work: Work) -> None:
         t0 = time.perf_counter()
         doc = batch_document(self.spool, work, with_images=True)
         points = self.spool.get(job.id, work.file, work.batch, "points")
-        self.catalog.save_page_images(job.corpus, doc.pages)
+        self.catalog.save_page_images(job.corpus, doc.pages, *kept_source(self.spool, job.id, work.file))
         self.store.upsert(job.corpus, points)
         if self.jobs.mark_batch_written(job.id, work.file, work.batch, len(doc.pages)):
-            self.jobs.add_timings(job.id, {**work.info.get("timings", {}), "write": time.perf_counter() - t0})
+            self.jobs.add_timings(job.id, {**work.timings, "write": time.perf_counter() - t0})
         self._maybe_finish_file(job.id, work.file)
 
     def _fail_file(self, job: JobStatus, file: int, error: str, message: str) -> None:
@@ -116,6 +133,12 @@ class JobWriter:
         self.jobs.set_file_state(job.id, file, FileState.FAILED, error, message)
         self.spool.drop_file(job.id, file)
         self._maybe_finish_job(job.id)
+
+    def delete_document(self, corpus: str, doc_id: str) -> None:
+        """Vectors first, then the catalog (a crash in between leaves a listed document to delete again)."""
+        self.catalog.document(corpus, doc_id)
+        self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
+        self.catalog.delete_document(corpus, doc_id)
 
     def _drop_points(self, corpus: str, doc_id: str) -> None:
         """Remove vectors of a document that never made it into the catalog (no orphans)."""
@@ -128,13 +151,11 @@ class JobWriter:
         f = job.files[file]
         if f.state != FileState.RUNNING or f.batches_done < f.batches:
             return
-        pages = []
-        for b in range(f.batches):
-            pages.extend(self.spool.get(job_id, file, b, "pages")["pages"])
+        batches = [self.spool.parsed(job_id, file, b) for b in range(f.batches)]
         m = self.spool.manifest(job_id, file)
-        media_type = self.spool.get(job_id, file, 0, "pages")["media_type"]
-        doc = Document(id=f.document_id, filename=f.filename, media_type=media_type, size_bytes=f.size_bytes,
-                       pages=[replace(p, image_png=None) for p in pages], metadata=m["metadata"])
+        doc = Document(id=f.document_id, filename=f.filename, media_type=batches[0].media_type,
+                       size_bytes=f.size_bytes, metadata=m.metadata,
+                       pages=[replace(p, image_png=None) for b in batches for p in b.pages])
         self.catalog.add_document(job.corpus, doc)  # the document row last: a listed document is complete
         self.jobs.set_file_state(job_id, file, FileState.DONE)
         self.spool.drop_file(job_id, file)

@@ -1,23 +1,30 @@
-"""The query plan as a pure function of (spaces, query, options): prefetch -> RRF -> MaxSim rerank.
+"""The query plan as a pure function of (spaces, query, options): prefetch -> fusion -> MaxSim rerank.
 
 Shape of the plan (one Qdrant query on either engine)::
 
     rerank by colpali MaxSim (limit top_k)           <- only when colpali is used
-      └── fusion: DBSF, or weighted RRF (limit prefetch)  <- only with >= 2 stages
-            ├── text     dense chunks MaxSim (limit prefetch)
-            ├── bm25     sparse IDF          (limit prefetch)
-            ├── clip     dense               (limit prefetch)
-            └── colpali  pooled multi-vector (limit prefetch)
+      └── formula: page * (1 + w * document + boosts)     <- only with the document space
+            ├── fusion: DBSF, or weighted RRF (limit prefetch)  <- only with >= 2 stages
+            │     ├── text     dense chunks MaxSim (limit prefetch)
+            │     ├── bm25     sparse IDF          (limit prefetch)
+            │     ├── clip     dense               (limit prefetch)
+            │     └── colpali  pooled multi-vector (limit prefetch)
+            └── document: DBSF of doc_text, doc_bm25 (limit document_candidates)
+
+With ColPali the MaxSim rerank orders the formula's candidates by MaxSim alone: the document stage
+then only decides which pages reach the rerank.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mmrag.errors import InvalidInput
+from mmrag.ingest.doc_evidence import query_periods
 from mmrag.spaces.base import QueryInput, Space
-from mmrag.store.base import FilterSpec, QueryNode
+from mmrag.store.base import FilterSpec, QueryNode, Recency, ScoreFormula
 from mmrag.types import SearchRequest
 
 
@@ -30,6 +37,12 @@ class PlanOptions:
     rrf_k: int  # reciprocal rank fusion constant
     weights: Mapping[str, float]  # space -> RRF weight (missing = 1.0)
     fusion: str = "rrf"  # "rrf" (weighted) or "dbsf" (distribution-based, unweighted)
+    document_weight: float = 0.0  # weight of the document stage's score (0: no document stage)
+    period_boost: float = 0.0  # added to the prior when the query names one of the page's document periods
+    document_candidates: int = 1000  # pages the document stage scores (the best-matching documents' pages)
+    recency_boost: float = 0.0  # added to the prior of the newest documents when the query asks for the latest
+    recency_scale_days: float = 90.0  # half the recency boost this many days before the newest document
+    newest: str | None = None  # ISO date of the corpus's newest document (None: no recency boost)
 
 
 def request_filter(request: SearchRequest) -> FilterSpec | None:
@@ -63,6 +76,36 @@ def prefetch_stages(spaces: Mapping[str, Space], names: list[str], query: QueryI
     return stages
 
 
+def with_document_stage(spaces: Mapping[str, Space], names: list[str], query: QueryInput, page: QueryNode,
+                        options: PlanOptions, flt: FilterSpec | None) -> QueryNode:
+    """``page`` with its documents' match as a prior (formula ``page * (1 + w * document + b * [the query
+    names one of the document's periods]``); ``page`` itself without a document space."""
+    space = next((spaces[n] for n in names if spaces[n].document_level), None)
+    if space is None or options.document_weight <= 0 or not query.text:
+        return page
+    document = space.document_stage(query, options.document_candidates, flt)
+    if document is None:
+        return page
+    periods = query_periods(query.text)
+    boosts = ((options.period_boost, FilterSpec(match={"meta.doc.periods": periods})),) \
+        if periods and options.period_boost > 0 else ()
+    recency = None
+    if options.newest and options.recency_boost > 0 and wants_recency(query.text):
+        recency = Recency(options.recency_boost, "meta.doc.date", options.newest, options.recency_scale_days)
+    return QueryNode(limit=options.prefetch_limit, prefetch=[page, document],
+                     formula=ScoreFormula((options.document_weight,), boosts, recency))
+
+
+RECENCY = re.compile(r"\b(?:latest|newest|most recent|up-to-date|(?:last|current) (?:quarter|year|month|period|"
+                     r"report|version|release|edition|update|filing|10-[qk]))\b", re.I)
+
+
+def wants_recency(text: str) -> bool:
+    """Does the query ask for the newest document (``latest``, ``most recent``, ``current quarter``, ...)?
+    A bare "current" or "recent" does not count ("CURRENT USER", "recent advances")."""
+    return bool(RECENCY.search(text))
+
+
 def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput, options: PlanOptions,
                flt: FilterSpec | None) -> QueryNode:
     """One multi-stage query node; raises InvalidInput when no used space can take the query."""
@@ -81,6 +124,7 @@ def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput,
         inner = QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages],
                           fusion="dbsf" if fusion == "dbsf" else "rrf", rrf_k=options.rrf_k,
                           weights=weights if weighted else None)
+    inner = with_document_stage(spaces, names, query, inner, options, flt)
     if rerank is None:
         inner.limit = options.top_k
         return inner

@@ -1,7 +1,7 @@
 """The retriever: validate a request, build one multi-stage plan, run it, hydrate evidence.
 
 Plan (see :mod:`mmrag.retrieve.plan`): every space the request uses contributes a prefetch
-stage; several stages are fused with (weighted) RRF; ColPali's full multi-vectors rerank the
+stage; several stages are fused (DBSF by default, weighted RRF on request); ColPali's full multi-vectors rerank the
 fused candidates by MaxSim. All of it is one Qdrant query, on either store.
 """
 
@@ -15,10 +15,10 @@ import numpy as np
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
-from mmrag.errors import InvalidInput, NotFound
+from mmrag.errors import InvalidInput
 from mmrag.ingest.images import decode_image
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
-from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
+from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable, wants_recency
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
@@ -89,22 +89,24 @@ class Retriever:
     def _query_input(self, corpus: str, request: SearchRequest) -> QueryInput:
         data = request.image
         if request.image_page_id is not None:
-            path = self.catalog.page_image_path(corpus, request.image_page_id)
-            if not path.is_file():
-                raise NotFound(f"no page {request.image_page_id!r} with an image in corpus {corpus!r}")
-            data = path.read_bytes()
+            data = self.catalog.page_image(corpus, request.image_page_id)
         image = None if data is None else decode_image(data, max_pixels=self.ingest.max_image_pixels,
                                                        what="query image")
         return QueryInput(text=request.query.strip(), image=image)
 
-    def options(self, request: SearchRequest) -> PlanOptions:
-        return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or self.config.prefetch_limit,
-                           rrf_k=request.rrf_k or self.config.rrf_k, weights=dict(request.weights or {}),
-                           fusion=request.fusion or ("rrf" if request.weights else self.config.fusion))
+    def options(self, request: SearchRequest, newest: str | None = None) -> PlanOptions:
+        """Plan options of ``request``; ``newest``: the corpus's newest document date (recency boosts)."""
+        c = self.config
+        return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
+                           rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
+                           fusion=request.fusion or ("rrf" if request.weights else c.fusion),
+                           document_weight=c.document_weight if c.document_stage else 0.0,
+                           period_boost=c.period_boost, document_candidates=c.document_candidates,
+                           recency_boost=c.recency_boost, recency_scale_days=c.recency_scale_days, newest=newest)
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
-             request: SearchRequest) -> QueryNode:
-        return build_plan(spaces, names, query, self.options(request), request_filter(request))
+             request: SearchRequest, newest: str | None = None) -> QueryNode:
+        return build_plan(spaces, names, query, self.options(request, newest), request_filter(request))
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         t0 = time.perf_counter()
@@ -112,7 +114,8 @@ class Retriever:
         names = self.validate(corpus_config, request)
         spaces = self.corpus_spaces(corpus_config)
         query = self._query_input(corpus, request)
-        node = self.plan(spaces, query, names, request)
+        newest = self.catalog.newest_document_date(corpus) if wants_recency(query.text) else None
+        node = self.plan(spaces, query, names, request, newest)
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
         node.limit += TIE_MARGIN

@@ -20,6 +20,7 @@ class PageInput:
     page: Page
     chunks: list[Chunk]
     image: Image.Image | None = None  # decoded render (visual spaces)
+    evidence: str = ""  # the document's evidence text (mmrag.ingest.doc_evidence.evidence_text); document space
 
 
 @dataclass(slots=True)
@@ -38,6 +39,7 @@ class Space(abc.ABC):
     takes_text_query: bool = True
     takes_image_query: bool = False
     needs_image: bool = False  # page_vectors wants decoded page images
+    document_level: bool = False  # rescoring pages by their document's match (document_stage), no prefetch
 
     @abc.abstractmethod
     def specs(self) -> list[SpaceSpec]:
@@ -54,6 +56,10 @@ class Space(abc.ABC):
     def for_corpus(self, config: CorpusConfig) -> Space:
         """This space with a corpus's options (pooling, quantisation); stateless spaces return self."""
         return self
+
+    def document_stage(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
+        """A stage scoring pages by their document's match to the query (document-level spaces only)."""
+        return None
 
     def rerank(self, query: QueryInput) -> tuple[str, VectorValue] | None:
         """(vector name, query vector) for a final rerank of fused candidates; None if this space does not rerank."""

@@ -1,7 +1,7 @@
 """The vector-store seam: collection specs, points, multi-stage queries, one interface.
 
 Queries mirror Qdrant's query API: a :class:`QueryNode` scores with a vector
-(``using`` + ``vector``) or fuses its ``prefetch`` children (RRF, optional weights),
+(``using`` + ``vector``) or fuses its ``prefetch`` children (DBSF, or RRF with optional weights),
 and a node with both prefetch and vector *reranks* the children's candidates.
 The same plan runs on the embedded engine and on a server.
 """
@@ -67,6 +67,35 @@ class FilterSpec:
         return not self.match and not self.ranges
 
 
+@dataclass(frozen=True, slots=True)
+class ScoreFormula:
+    """Qdrant's formula query (score boosting) as a prior on the first prefetch's score::
+
+        score = $score[0] * (1 + sum(priors[i] * $score[i + 1]) + sum(boost for each condition that holds))
+
+    over the points of the node's prefetches; a point missing from a prefetch counts 0 there, so only
+    points the first prefetch found can score above 0. Conditions are payload filters (e.g. the page's
+    document has one of the periods the query names)."""
+
+    priors: tuple[float, ...]  # one per prefetch after the first
+    boosts: tuple[tuple[float, FilterSpec], ...] = ()  # (relative boost, condition)
+    recency: Recency | None = None  # a boost that decays with a payload date's distance from a target date
+
+
+EPOCH = "1970-01-01T00:00:00Z"  # the date of points without one in a recency boost (it decays to ~0)
+
+
+@dataclass(frozen=True, slots=True)
+class Recency:
+    """``weight * exp_decay(date at payload key, target, scale)``: ``weight`` at ``target``, half of it
+    ``scale_days`` away (points without the key count as the epoch, i.e. ~0)."""
+
+    weight: float
+    key: str  # payload key of an ISO date, e.g. meta.doc.date
+    target: str  # ISO date
+    scale_days: float
+
+
 @dataclass(slots=True)
 class QueryNode:
     limit: int
@@ -74,6 +103,7 @@ class QueryNode:
     vector: VectorValue | None = None
     prefetch: list[QueryNode] = field(default_factory=list)
     fusion: Literal["rrf", "dbsf"] | None = None  # fuse prefetch results (RRF or distribution-based)
+    formula: ScoreFormula | None = None  # or combine the prefetches' scores (and payload boosts) by a formula
     rrf_k: int = 60
     weights: list[float] | None = None  # one per prefetch (RRF)
     filter: FilterSpec | None = None

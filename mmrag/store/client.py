@@ -14,11 +14,13 @@ from qdrant_client import QdrantClient, models
 
 from mmrag.errors import NotFound, Unavailable
 from mmrag.store.base import (
+    EPOCH,
     CollectionSpec,
     FilterSpec,
     Hit,
     PointRecord,
     QueryNode,
+    ScoreFormula,
     SpaceSpec,
     SparseVec,
     VectorStore,
@@ -61,9 +63,29 @@ def client_filter(flt: FilterSpec | None) -> models.Filter | None:
     return models.Filter(must=must)
 
 
+def client_formula(formula: ScoreFormula) -> models.FormulaQuery:
+    prior: list[Any] = [1.0] + [models.MultExpression(mult=[w, f"$score[{i + 1}]"])
+                                for i, w in enumerate(formula.priors)]
+    for boost, flt in formula.boosts:
+        condition = client_filter(flt)
+        if condition is not None:
+            prior.append(models.MultExpression(mult=[boost, condition]))
+    defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(formula.priors) + 1)}
+    if (r := formula.recency) is not None:
+        decay = models.ExpDecayExpression(exp_decay=models.DecayParamsExpression(
+            x=models.DatetimeKeyExpression(datetime_key=r.key), target=models.DatetimeExpression(datetime=r.target),
+            scale=r.scale_days * 86400.0, midpoint=0.5))
+        prior.append(models.MultExpression(mult=[r.weight, decay]))
+        defaults[r.key] = EPOCH
+    return models.FormulaQuery(formula=models.MultExpression(mult=["$score[0]", models.SumExpression(sum=prior)]),
+                               defaults=defaults)
+
+
 def _scoring(node: QueryNode) -> Any:
     if node.vector is not None:
         return _vec(node.vector)
+    if node.formula is not None:
+        return client_formula(node.formula)
     if node.fusion == "rrf":
         return models.RrfQuery(rrf=models.Rrf(k=node.rrf_k, weights=node.weights))
     if node.fusion == "dbsf":

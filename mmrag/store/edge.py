@@ -16,11 +16,13 @@ import qdrant_edge as qe
 
 from mmrag.errors import NotFound
 from mmrag.store.base import (
+    EPOCH,
     CollectionSpec,
     FilterSpec,
     Hit,
     PointRecord,
     QueryNode,
+    ScoreFormula,
     SpaceSpec,
     SparseVec,
     VectorStore,
@@ -73,9 +75,28 @@ def _params(node: QueryNode) -> qe.SearchParams | None:
     return qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=node.rescore))
 
 
+def edge_formula(formula: ScoreFormula) -> qe.Formula:
+    E = qe.Expression
+    prior = [E.Constant(1.0)] + [E.Mult([E.Constant(w), E.Variable(f"$score[{i + 1}]")])
+                                 for i, w in enumerate(formula.priors)]
+    for boost, flt in formula.boosts:
+        condition = edge_filter(flt)
+        if condition is not None:
+            prior.append(E.Mult([E.Constant(boost), E.Condition(condition)]))
+    defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(formula.priors) + 1)}
+    if (r := formula.recency) is not None:
+        decay = E.Decay(qe.DecayKind.Exp, E.DatetimeKey(r.key), target=E.Datetime(r.target), midpoint=0.5,
+                        scale=r.scale_days * 86400.0)
+        prior.append(E.Mult([E.Constant(r.weight), decay]))
+        defaults[r.key] = EPOCH
+    return qe.Formula(E.Mult([E.Variable("$score[0]"), E.Sum(prior)]), defaults=defaults)
+
+
 def _scoring(node: QueryNode) -> Any:
     if node.vector is not None:
         return qe.Query.Nearest(_vec(node.vector), using=node.using)
+    if node.formula is not None:
+        return edge_formula(node.formula)
     if node.fusion == "rrf":
         return qe.Fusion.Rrf(k=node.rrf_k, weights=node.weights)
     if node.fusion == "dbsf":

@@ -24,7 +24,7 @@ def _upload(client, corpus, *files, metadata=None):
 
 def test_corpus_lifecycle(client):
     r = client.post("/corpora", json={"name": "docs"})
-    assert r.status_code == 201 and r.json()["config"]["spaces"] == ["text", "bm25"]
+    assert r.status_code == 201 and r.json()["config"]["spaces"] == ["text", "bm25", "document"]
     assert client.post("/corpora", json={"name": "docs"}).status_code == 409
     bad = client.post("/corpora", json={"name": "Not OK!"})
     assert bad.status_code == 422 and "name" in bad.json()["message"]
@@ -43,7 +43,8 @@ def test_upload_search_get_delete(client, corpus_dir):
                 metadata='{"team": "blue"}')
     assert r.status_code == 201, r.text
     docs = r.json()["documents"]
-    assert [d["status"] for d in docs] == ["created", "created"] and docs[0]["metadata"] == {"team": "blue"}
+    assert [d["status"] for d in docs] == ["created", "created"] and docs[0]["metadata"]["team"] == "blue"
+    assert docs[0]["metadata"]["doc"]["source_kind"] == "pdf"  # facts read from the file sit beside user metadata
     again = _upload(client, "docs", ("amt-copy.pdf", pdf, "application/pdf"))
     assert again.status_code == 200 and again.json()["documents"][0]["status"] == "exists"
 

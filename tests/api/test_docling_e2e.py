@@ -50,7 +50,7 @@ def server(tmp_path_factory, corpus_dir):
     tmp = tmp_path_factory.mktemp("e2e")
     srv = Server(tmp / "data", tmp / "server.log")
     try:
-        assert httpx.post(srv.url + "/corpora", json={"name": "docling"}).status_code == 201
+        assert httpx.post(srv.url + "/corpora", json={"name": "docling"}, timeout=300).status_code == 201
         files = sorted((corpus_dir / "pdf").glob("*.pdf")) + sorted((corpus_dir / "scans").glob("*"))
         handles = [("files", (f.name, f.read_bytes())) for f in files]
         r = httpx.post(srv.url + "/corpora/docling/documents", files=handles, params={"wait": "true"}, timeout=900)
@@ -81,7 +81,7 @@ def test_groundtruth_phrases_find_their_page(server, corpus_dir):
             misses.append((phrase, relevant, top))
         bm25 = _search(server, phrase, top_k=1, spaces=["bm25"])[0]
         bm25_first += (bm25["document"], bm25["page"]) in relevant
-    # hybrid (MiniLM + BM25, RRF) finds the page in its top 3; BM25 alone nails exact phrases
+    # hybrid (MiniLM + BM25, DBSF) finds the page in its top 3; BM25 alone nails exact phrases
     assert found / len(queries) >= 0.85, misses
     assert bm25_first / len(queries) >= 0.9
 

@@ -27,10 +27,14 @@ def test_ingest_is_idempotent_and_delete_removes_points(pipeline, corpus_dir):
     assert not again.created and again.document.filename == DOCS[0]
     assert pipeline.store.count("c") == pages
     doc = next(d for d in pipeline.catalog.list_documents("c") if d.filename == "normal_4pages.pdf")
+    page_ids = [p.id for p in pipeline.catalog.pages_of("c", doc.id)]
+    assert len(page_ids) == 4 and all(pipeline.load_page_image("c", p)[:4] == b"\x89PNG" for p in page_ids)
     pipeline.delete_document("c", doc.id)
     assert pipeline.store.count("c") == pages - 4
-    assert not pipeline.catalog.page_image_path("c", pipeline.catalog.pages_of("c", doc.id)[0].id).exists() \
-        if pipeline.catalog.pages_of("c", doc.id) else True
+    assert pipeline.catalog.pages_of("c", doc.id) == []
+    for page_id in page_ids:
+        with pytest.raises(NotFound):
+            pipeline.load_page_image("c", page_id)
     with pytest.raises(NotFound):
         pipeline.delete_document("c", doc.id)
 
@@ -102,3 +106,19 @@ def test_engines_give_the_same_results(tmp_path, minilm, corpus_dir):
     half = len(results) // 2
     for a, b in zip(results[:half], results[half:], strict=True):
         assert a[1:] == b[1:]
+
+
+def test_corpus_records_its_creation_time(pipeline):
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    before = time.time()
+    with TestClient(create_app(pipeline.settings, pipeline)) as client:
+        created = client.post("/corpora", json={"name": "c"}).json()["created_at"]
+        assert before <= created <= time.time()
+        assert client.get("/corpora/c").json()["created_at"] == created
+        assert [c["created_at"] for c in client.get("/corpora").json()] == [created]
+        assert client.get("/corpora/nope").status_code == 404

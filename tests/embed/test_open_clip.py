@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder
-from mmrag.embed.open_clip_backend import parse_open_clip_name, resolve_device, resolve_dtype
+from mmrag.embed.open_clip_backend import parse_open_clip_name
 from mmrag.errors import InvalidInput, Unavailable
 from tests.fixtures.tiny_models import TINY_CLIP_CONFIG, TINY_CLIP_NAME
 
@@ -73,9 +73,3 @@ def test_spec_parsing_and_devices() -> None:
     assert parse_open_clip_name("hf-hub:org/repo") == ("hf-hub:org/repo", None)
     with pytest.raises(InvalidInput, match="pretrained"):
         parse_open_clip_name("ViT-B-32")
-    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert resolve_device("cuda:1") == "cuda:1"
-    assert resolve_dtype("auto", "cpu") == torch.float32
-    assert resolve_dtype("fp16", "cpu") == torch.float16
-    with pytest.raises(InvalidInput):
-        resolve_dtype("int4", "cpu")

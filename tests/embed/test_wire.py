@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmrag.embed.wire import check_text, decode_image, decode_vectors, encode_vectors
+from mmrag.embed.wire import check_text, decode_vectors, encode_vectors
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge
+from mmrag.imaging import decode_image
 
 
 def test_roundtrip_multivector_float32_is_exact() -> None:

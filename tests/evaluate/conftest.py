@@ -74,12 +74,16 @@ class FakePipeline:
     def ensure_corpus(self, name: str) -> None:
         self.pages.setdefault(name, [])
 
-    def ingest_path(self, corpus: str, path: Path, metadata: dict[str, Any] | None = None) -> DocumentInfo:
-        with pymupdf.open(path) as doc:
-            texts = [page.get_text() for page in doc]
-        self.pages[corpus] += [(path.name, i + 1, t.lower()) for i, t in enumerate(texts)]
-        self.ingested.append(path.name)
-        return DocumentInfo(path.stem, corpus, path.name, "application/pdf", 1, len(texts), {}, time.time())
+    def ingest_files(self, corpus: str, paths: list[Path], metadata: dict[str, Any] | None = None,
+                     progress: Any = None) -> list[DocumentInfo]:
+        out = []
+        for path in paths:
+            with pymupdf.open(path) as doc:
+                texts = [page.get_text() for page in doc]
+            self.pages[corpus] += [(path.name, i + 1, t.lower()) for i, t in enumerate(texts)]
+            self.ingested.append(path.name)
+            out.append(DocumentInfo(path.stem, corpus, path.name, "application/pdf", 1, len(texts), {}, time.time()))
+        return out
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         words = request.query.lower().split()

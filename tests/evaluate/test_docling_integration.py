@@ -1,7 +1,7 @@
 """The shipped docling suite, in-process on the real pipeline (text spaces): hybrid vs BM25.
 
 Slow (ingest OCRs the scans and embeds 55 pages with MiniLM on CPU: ~3 minutes); skipped when
-the corpus or the pipeline is not there.
+the corpus is not there. The same suite in-process vs over REST: test_rest_target.py.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from mmrag.config import load_settings, merge_settings
 from mmrag.evaluate.compare import compare_runs
 from mmrag.evaluate.runner import run_suite
 from mmrag.evaluate.suite import load_suite
+from mmrag.pipeline import build_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "eval" / "suites" / "docling"
@@ -25,16 +27,13 @@ pytestmark = [
 
 
 def test_docling_hybrid_vs_bm25(tmp_path: Path) -> None:
-    pipeline_module = pytest.importorskip("mmrag.pipeline")
-    from mmrag.cli.eval_cmd import find_answerer, merge_settings
-    from mmrag.config import load_settings
-
     hybrid_suite = load_suite(SUITE)
     bm25_suite = load_suite(SUITE, variant="bm25")
     settings = merge_settings(load_settings(data_dir=tmp_path / "data"), hybrid_suite.spec.pipeline.settings)
-    pipeline = pipeline_module.build_pipeline(settings)
+    settings.vlm.backend = "none"
+    pipeline = build_pipeline(settings)
     try:
-        hybrid = run_suite(hybrid_suite, pipeline, tmp_path / "hybrid", answerer=find_answerer(pipeline))
+        hybrid = run_suite(hybrid_suite, pipeline, tmp_path / "hybrid", answerer=pipeline)
         bm25 = run_suite(bm25_suite, pipeline, tmp_path / "bm25", plots=False)  # same corpus, no re-ingest
     finally:
         pipeline.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import pytrec_eval  # declared dev dependency (PyPI pytrec-eval-terrier)
 
 from mmrag.evaluate.metrics import (
     evaluate_run,
@@ -15,8 +16,6 @@ from mmrag.evaluate.metrics import (
     rank_scores,
     ranking_to_scores,
 )
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 KS = (1, 3, 5, 10, 20)
 TREC_MEASURES = {"ndcg_cut", "P", "recall", "map_cut", "recip_rank"}

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from mmrag.errors import NotFound
 from mmrag.pipeline import build_pipeline
 
 
@@ -35,7 +37,14 @@ def test_evaluation_job_over_rest(suite_dir, settings, minilm):
             assert {"recall@5", "mrr@5", "map@5", "precision@1"} <= set(report["metrics"])
             md = client.get(f"/evaluations/{job_id}/files/report.md")
             assert md.status_code == 200 and "ndcg@3" in md.text
-            assert client.get(f"/evaluations/{job_id}/files/../../catalog.sqlite3").status_code == 404
+            # %2F is not normalised away by the client: the path reaches the route as ../../catalog.sqlite3
+            escape = client.get(f"/evaluations/{job_id}/files/..%2F..%2Fcatalog.sqlite3")
+            assert escape.status_code == 404 and "has no artefact" in escape.json()["message"]
+            assert (settings.data_dir / "catalog.sqlite3").exists()  # the file it asked for is really there
+            for name in ("../../catalog.sqlite3", "/etc/passwd", "plots/../../../jobs.sqlite3"):
+                with pytest.raises(NotFound, match="has no artefact"):
+                    pipeline.evaluations.artefact(job_id, name)
+            assert pipeline.evaluations.artefact(job_id, "report.md").name == "report.md"
             assert client.get("/evaluations/deadbeef/report").status_code == 404
             answer = client.post("/corpora/eval-tiny/answer", json={"question": "When was the typewriter patented?",
                                                                 "stream": False})

@@ -1,4 +1,5 @@
-"""run_suite with a fake pipeline, in-process and over a mocked REST API; report files."""
+"""run_suite's own logic (metrics, ties, failures, report files) over a keyword-matching fake pipeline;
+the real pipeline and the real REST API are in test_rest_target.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from mmrag.errors import MMRAGError
@@ -15,7 +15,6 @@ from mmrag.evaluate.metrics import evaluate_run, mean_metrics
 from mmrag.evaluate.report import REPORT_SCHEMA_VERSION, REQUIRED_KEYS, load_report
 from mmrag.evaluate.runner import ProgressEvent, run_suite
 from mmrag.evaluate.suite import load_suite
-from mmrag.evaluate.targets import RestTarget, last_sse_json
 from mmrag.types import SearchRequest
 
 from .conftest import FakeAnswerer, FakePipeline
@@ -88,76 +87,6 @@ def test_worse_variant_scores_lower_and_failures_are_recorded(suite_dir: Path, t
     assert report.metrics["mrr@1"] == pytest.approx(4 / 5)  # the failed query scores 0, not dropped
 
 
-def fake_api(pipeline: FakePipeline, answerer: FakeAnswerer, corpus_dir: Path) -> httpx.MockTransport:
-    """A mock of the REST contract; uploads become visible one listing later (asynchronous job)."""
-    pending: list[Path] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        if request.method == "POST" and path == "/corpora":
-            name = json.loads(request.content)["name"]
-            if name in pipeline.pages:
-                return httpx.Response(409, json={"detail": "exists"})
-            pipeline.ensure_corpus(name)
-            return httpx.Response(201, json={"name": name})
-        corpus = path.split("/")[2]
-        if path.endswith("/documents") and request.method == "GET":
-            while pending:
-                pipeline.ingest_path(corpus, pending.pop())
-            return httpx.Response(200, json={"documents": [{"filename": f} for f in pipeline.ingested]})
-        if path.endswith("/documents"):
-            body = request.content.decode("latin-1")
-            pending.extend(corpus_dir / name for name in ("alpha.pdf", "beta.pdf", "gamma.pdf") if name in body)
-            return httpx.Response(202, json={"job_id": "j1"})
-        if path.endswith("/search"):
-            body = json.loads(request.content)
-            result = pipeline.search(
-                corpus, SearchRequest(query=body["query"], top_k=body["top_k"], spaces=body["spaces"])
-            )
-            results = [
-                {
-                    "document": e.filename,
-                    "document_id": e.document_id,
-                    "page": e.page,
-                    "page_id": e.page_id,
-                    "score": e.score,
-                    "snippet": "",
-                    "scores": e.scores,
-                }
-                for e in result.evidence
-            ]
-            return httpx.Response(200, json={"results": results, "timings": result.timings})
-        if path.endswith("/answer"):
-            body = json.loads(request.content)
-            final = answerer.answer(corpus, body["question"], body["top_k"])
-            token = json.dumps({"token": "x"})
-            sse = f"event: token\ndata: {token}\n\nevent: done\ndata: {json.dumps(final)}\n\n"
-            return httpx.Response(200, text=sse, headers={"content-type": "text/event-stream"})
-        return httpx.Response(404)
-
-    return httpx.MockTransport(handler)
-
-
-def test_rest_target_gives_the_same_metrics(suite_dir: Path, tmp_path: Path) -> None:
-    suite = load_suite(suite_dir)
-    transport = fake_api(FakePipeline(), FakeAnswerer(), suite.corpus_dir)
-    client = httpx.Client(transport=transport, base_url="http://mmrag.test")
-    target = RestTarget("http://mmrag.test", client=client)
-    rest = run_suite(suite, target, tmp_path / "rest", plots=False)
-    local = run_suite(suite, FakePipeline(), tmp_path / "local", answerer=FakeAnswerer(), plots=False)
-    assert rest.metrics == pytest.approx(local.metrics)
-    assert rest.data["config"]["target"] == "api http://mmrag.test"
-    # a second run finds the corpus (409) and the documents already there
-    again = run_suite(suite, target, tmp_path / "rest2", plots=False)
-    assert again.data["ingest"]["uploaded"] == 0
-
-
-def test_last_sse_json() -> None:
-    text = 'data: {"token": "a"}\n\ndata: not json\n\ndata: {"answer": "x", "citations": []}\n\n'
-    assert last_sse_json(text, "answer") == {"answer": "x", "citations": []}
-    assert last_sse_json("", "answer") == {}
-
-
 class TiedPipeline(FakePipeline):
     """Returns every page with the same score, in a different order each call."""
 
@@ -184,20 +113,6 @@ def test_tied_scores_are_ranked_by_the_convention(suite_dir: Path, tmp_path: Pat
     suite.spec.metrics.rank_by = "pipeline"
     kept = [run_suite(suite, TiedPipeline(s), tmp_path / f"p{s}", plots=False).metrics for s in (1, 2, 3)]
     assert len({m["mrr@1"] for m in kept}) > 1  # without the convention the numbers wobble
-
-
-def test_rest_upload_errors_fail_fast(suite_dir: Path, tmp_path: Path) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/corpora":
-            return httpx.Response(201, json={})
-        if request.method == "GET":
-            return httpx.Response(200, json=[])
-        refused = [{"filename": "beta.pdf", "error": "corrupt"}]
-        return httpx.Response(201, json={"documents": [], "errors": refused})
-
-    client = httpx.Client(transport=httpx.MockTransport(handler), base_url="http://x")
-    with pytest.raises(MMRAGError, match=r"beta\.pdf"):
-        run_suite(load_suite(suite_dir), RestTarget("http://x", client=client), tmp_path / "r", plots=False)
 
 
 def test_streaming_answerer_reads_the_done_event() -> None:

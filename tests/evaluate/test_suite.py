@@ -87,3 +87,30 @@ def test_shipped_docling_suite_is_valid() -> None:
     assert any(g == 1 for judged in suite.qrels.values() for g in judged.values())  # graded
     assert len(suite.qa) >= 10
     assert load_suite(DOCLING, variant="bm25").spec.pipeline.spaces == ["bm25"]
+
+
+SEC10Q = REPO / "eval" / "suites" / "sec-10q"
+
+
+def test_document_judging_expands_patterns(suite_dir: Path) -> None:
+    (suite_dir / "qrels.tsv").write_text("q1\t*lph*\t1\nq2\tbeta.pdf\t2\nq2\t*.pdf\t1\n")
+    yaml_text = (suite_dir / "suite.yaml").read_text().replace("  qa: qa.jsonl\n", "  judge: document\n")
+    (suite_dir / "suite.yaml").write_text(yaml_text)
+    suite = load_suite(suite_dir)
+    assert suite.qrels["q1"] == {"alpha.pdf": 1}
+    assert suite.qrels["q2"] == {"alpha.pdf": 1, "beta.pdf": 2, "gamma.pdf": 1}  # highest grade wins
+    assert suite.doc_key("sub/alpha.pdf", 2) == "alpha.pdf"  # a page counts for its document
+    (suite_dir / "qrels.tsv").write_text("q1\t*2023 Q3 NOPE*\t1\n")
+    with pytest.raises(InvalidInput, match="names no document"):
+        load_suite(suite_dir)
+
+
+def test_shipped_sec10q_suite_is_valid() -> None:
+    suite = load_suite(SEC10Q)
+    assert len(suite.queries) == 195 and suite.spec.dataset.judge == "document"
+    assert all(suite.qrels[q.id] for q in suite.queries)
+    sizes = {len(suite.qrels[q.id]) for q in suite.queries if "single-doc" in q.tags}
+    assert sizes == {1}  # single-document questions name exactly one report
+    assert {len(suite.qrels[q.id]) for q in suite.queries if "multi-doc" in q.tags} == {4}
+    tags = {t for q in suite.queries for t in q.tags}
+    assert {"single-chunk", "multi-chunk", "multi-doc", "table", "text"} <= tags

@@ -14,10 +14,12 @@ import pytest
 import redis
 
 from tests.api.conftest import free_port
+from tests.fixtures.fake_embedders import BACKENDS_ENV
 
 pytestmark = pytest.mark.integration
 
-FAKE_ENV = {"MMRAG_EMBED__TEXT_MODEL": "fake:384", "MMRAG_EMBED__CLIP_MODEL": "", "MMRAG_EMBED__COLPALI_MODEL": "",
+FAKE_ENV = {**BACKENDS_ENV,  # the fakes are not in the production table: the subprocesses register them
+            "MMRAG_EMBED__TEXT_MODEL": "fake:384", "MMRAG_EMBED__CLIP_MODEL": "", "MMRAG_EMBED__COLPALI_MODEL": "",
             "MMRAG_VLM__BACKEND": "none",
             "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 

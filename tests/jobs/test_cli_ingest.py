@@ -26,16 +26,16 @@ def test_cli_ingest_local_then_remote(tmp_path):
     folder.mkdir()
     (folder / "a.pdf").write_bytes(text_pdf("alpha", 3))
     (folder / "locked.pdf").write_bytes(encrypted_pdf())
-    (folder / "notes.txt").write_text("not a document")
+    (folder / "program.bin").write_bytes(b"MZ\x90\x00" + bytes(200))  # no supported type
     out = run_ingest(tmp_path / "data", folder)
     assert out.returncode == 1, out.stderr
     assert "1 indexed, 0 already present, 2 failed" in out.stderr
-    assert "locked.pdf: corrupt_document" in out.stderr and "notes.txt: unsupported_media_type" in out.stderr
+    assert "locked.pdf: corrupt_document" in out.stderr and "program.bin: unsupported_media_type" in out.stderr
     assert "pages" in out.stderr  # the progress bar
 
     (folder / "b.pdf").write_bytes(text_pdf("beta", 2))
     (folder / "locked.pdf").unlink()
-    (folder / "notes.txt").unlink()
+    (folder / "program.bin").unlink()
     server = Server(tmp_path / "data", tmp_path / "server.log", FAKE_ENV)
     try:
         out = run_ingest(tmp_path / "data", folder)

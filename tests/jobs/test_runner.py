@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from mmrag.config import CorpusConfig
 from mmrag.embed.base import load_embedder
 from mmrag.jobs.model import FileState, JobState
-from mmrag.jobs.runner import local_runner
 from mmrag.jobs.writer import Upload
 from mmrag.pipeline import build_pipeline
 from tests.jobs.helpers import encrypted_pdf, points_per_page, text_pdf, wait_until
@@ -29,17 +29,12 @@ def _finished(p, job_id):
 
 def test_mixed_job_indexes_good_files_and_reports_bad_ones(fake_pipeline, corpus_dir):
     p = fake_pipeline
-    runner = local_runner(p)
-    runner.start()
-    try:
-        amt = (corpus_dir / "pdf" / "multi_page.pdf").read_bytes()
-        uploads = [Upload("multi.pdf", amt, {"team": "a"}), Upload("five.pdf", text_pdf("five", 5), {}),
-                   Upload("locked.pdf", encrypted_pdf(), {}), Upload("cut.pdf", amt[: len(amt) // 2], {}),
-                   Upload("bad.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, {})]
-        job_id = runner.submit("c", uploads)
-        job = wait_until(lambda: _finished(p, job_id), timeout=60)
-    finally:
-        runner.stop()
+    amt = (corpus_dir / "pdf" / "multi_page.pdf").read_bytes()
+    uploads = [Upload("multi.pdf", amt, {"team": "a"}), Upload("five.pdf", text_pdf("five", 5), {}),
+               Upload("locked.pdf", encrypted_pdf(), {}), Upload("cut.pdf", amt[: len(amt) // 2], {}),
+               Upload("bad.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, {})]
+    job_id = p.runner.submit("c", uploads)
+    job = wait_until(lambda: _finished(p, job_id), timeout=60)
     states = {f.filename: (f.state, f.error) for f in job.files}
     assert states["multi.pdf"][0] in (FileState.DONE, FileState.EXISTS)
     assert states["five.pdf"][0] in (FileState.DONE, FileState.EXISTS)
@@ -77,14 +72,11 @@ def test_transient_errors_retry_with_backoff_then_fail_the_file(settings, failur
     settings.jobs.retry_backoff_s, settings.jobs.max_retries = 0.05, 3
     flaky = FlakyEmbedder(failures)
     p = build_pipeline(settings, embedders={"text": flaky})  # type: ignore[dict-item]
-    p.create_corpus("c")
-    runner = local_runner(p)
-    runner.start()
+    p.create_corpus("c", CorpusConfig(spaces=["text", "bm25"]))  # one embedding call per try
     try:
-        job_id = runner.submit("c", [Upload("a.pdf", text_pdf("flaky", 1), {})])
+        job_id = p.runner.submit("c", [Upload("a.pdf", text_pdf("flaky", 1), {})])
         job = wait_until(lambda: _finished(p, job_id), timeout=60)
     finally:
-        runner.stop()
         p.close()
     assert job.files[0].state == state
     if state == FileState.FAILED:

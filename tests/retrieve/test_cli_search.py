@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrag.cli import app
-from mmrag.cli.search_cmd import parse_pages, parse_weights, rest_body
+from mmrag.cli.search_cmd import parse_pages, parse_weights
+from mmrag.client import search_body as rest_body
 from mmrag.errors import InvalidInput
 from mmrag.types import SearchRequest
 from tests.retrieve.test_search_api import pdf_bytes, png

@@ -73,3 +73,25 @@ def test_corpus_options_shape_the_colpali_space():
     assert (mean.name, mean.kind, mean.index, mean.quantization) == ("colpali_mean", "dense", True, "binary")
     clip = ClipSpace(load_embedder("fake:8")).for_corpus(CorpusConfig(prefetch_quantization="scalar"))
     assert clip.specs()[0].quantization == "scalar"
+
+
+def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
+    from mmrag.spaces.document import DocumentSpace
+
+    with_doc = {**spaces, "document": DocumentSpace(load_embedder("fake:8"))}
+    names = ["text", "bm25", "document"]
+    options = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={}, fusion="dbsf", document_weight=1.5,
+                          period_boost=0.5, recency_boost=0.25, newest="2023-10-29", document_candidates=500)
+    node = build_plan(with_doc, names, QueryInput(text="Apple net sales in Q3 2023"), options, None)
+    page, document = node.prefetch
+    assert node.limit == 5 and node.formula is not None and node.formula.priors == (1.5,)
+    assert page.fusion == "dbsf" and [p.using for p in page.prefetch] == ["text", "bm25"]
+    assert document.fusion == "dbsf" and [p.using for p in document.prefetch] == ["doc_text", "doc_bm25"]
+    assert all(p.limit == 500 for p in document.prefetch)
+    ((boost, condition),) = node.formula.boosts
+    assert boost == 0.5 and condition.match == {"meta.doc.periods": ["2023-Q3"]}
+    assert node.formula.recency is None  # the query does not ask for the latest
+    latest = build_plan(with_doc, names, QueryInput(text="Apple's most recent 10-Q"), options, None)
+    assert latest.formula.boosts == () and latest.formula.recency.target == "2023-10-29"
+    off = build_plan(with_doc, names, QueryInput(text="Apple"), PlanOptions(5, 40, 60, {}, "dbsf"), None)
+    assert off.formula is None and off.fusion == "dbsf"  # document_weight 0: the page plan alone

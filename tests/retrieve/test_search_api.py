@@ -44,8 +44,8 @@ def test_openapi_documents_every_option_with_bounds(client):
     for name in ("query", "image_base64", "image_page_id", "top_k", "spaces", "weights", "prefetch_limit", "rrf_k",
                  "document_ids", "metadata", "pages", "kinds", "explain"):
         assert name in props and props[name].get("description"), name
-    assert props["top_k"]["maximum"] == 1000 and props["rrf_k"]["anyOf"][0]["minimum"] == 1
-    assert props["prefetch_limit"]["anyOf"][0]["maximum"] == 10_000
+    assert props["top_k"]["maximum"] == 100 and props["rrf_k"]["anyOf"][0]["minimum"] == 1  # MAX_TOP_K
+    assert props["prefetch_limit"]["anyOf"][0]["maximum"] == 1000  # MAX_PREFETCH_LIMIT (api/contract.py)
     assert schemas["PageRange"]["properties"]["first"]["minimum"] == 1
     assert "/corpora/{corpus}/search/image" in spec["paths"]
     assert "400" in spec["paths"]["/corpora/{corpus}/search/image"]["post"]["responses"]
@@ -61,7 +61,7 @@ def test_openapi_documents_every_option_with_bounds(client):
     ({"query": "x", "weights": {"colpali": 1}}, 400, "weight"),
     ({"query": "x", "spaces": ["clip"]}, 400, "not available"),
     ({"query": "x", "spaces": []}, 422, "spaces"),
-    ({"image_page_id": "abc123"}, 404, "no page"),
+    ({"image_page_id": "abc123"}, 404, "unknown page"),
     ({"image_page_id": "not-hex"}, 422, "image_page_id"),
     ({"query": "", "image_base64": base64.b64encode(b"GIF89a broken").decode()}, 422, "decoded"),
     ({"query": "", "image_base64": base64.b64encode(png()).decode()}, 400, "image queries need clip or colpali"),

@@ -93,7 +93,7 @@ def test_filters_kinds_pages_metadata(visual):
     (SearchRequest(query="x", kinds=["video"]), InvalidInput, "kinds"),
     (SearchRequest(query="x", rrf_k=0), InvalidInput, "rrf_k"),
     (SearchRequest(image=png(1), image_page_id="ab"), InvalidInput, "not both"),
-    (SearchRequest(image_page_id="abcdef"), NotFound, "no page"),
+    (SearchRequest(image_page_id="abcdef"), NotFound, "unknown page"),
     (SearchRequest(image=png(1), spaces=["text", "bm25"]), InvalidInput, "image queries need clip or colpali"),
 ])
 def test_bad_visual_requests(visual, request_, error, match):

@@ -1,0 +1,133 @@
+"""The OpenAPI document says exactly what the server does.
+
+FastAPI's generated schema is completed here, once, from the route table:
+
+- every 422 (and every other error) is our :class:`api.errors.ErrorBody`, not FastAPI's
+  ``HTTPValidationError`` (which the server never sends);
+- routes behind an API key declare the bearer scheme and their 401 / 403 / 429 answers;
+- routes with path parameters declare 404, routes with a body 400 (unreadable body) and 413
+  (``MMRAG_API__MAX_REQUEST_BYTES``), routes with any input 422.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from api.auth import PUBLIC, route_scopes
+from api.errors import ErrorBody, responses
+from mmrag.config import Settings
+
+ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+CORPUS = {"corpus": "$response.body#/name"}
+SAME_CORPUS = {"corpus": "$request.path.corpus"}
+# OpenAPI links (source operation, status) -> [(target operation, parameters)]: how a client (and
+# schemathesis's stateful phase) gets from a created object to the routes that use it.
+LINKS: dict[tuple[str, str, str], list[tuple[str, str, dict[str, str]]]] = {
+    ("POST", "/corpora", "201"): [
+        ("GET", "/corpora/{corpus}", CORPUS), ("GET", "/corpora/{corpus}/documents", CORPUS),
+        ("POST", "/corpora/{corpus}/documents", CORPUS), ("POST", "/corpora/{corpus}/search", CORPUS),
+        ("POST", "/corpora/{corpus}/search/image", CORPUS), ("POST", "/corpora/{corpus}/answer", CORPUS),
+        ("GET", "/corpora/{corpus}/jobs", CORPUS), ("DELETE", "/corpora/{corpus}", CORPUS)],
+    ("POST", "/corpora/{corpus}/documents", "202"): [
+        ("GET", "/jobs/{job_id}", {"job_id": "$response.body#/job/id"}),
+        ("GET", "/jobs/{job_id}/events", {"job_id": "$response.body#/job/id"}),
+        ("POST", "/jobs/{job_id}/cancel", {"job_id": "$response.body#/job/id"}),
+        ("GET", "/corpora/{corpus}/documents/{document_id}",
+         {**SAME_CORPUS, "document_id": "$response.body#/job/files/0/document_id"}),
+        ("DELETE", "/corpora/{corpus}/documents/{document_id}",
+         {**SAME_CORPUS, "document_id": "$response.body#/job/files/0/document_id"})],
+    ("GET", "/corpora/{corpus}/documents/{document_id}", "200"): [
+        ("GET", "/corpora/{corpus}/pages/{page_id}/image", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"})],
+    ("POST", "/evaluations", "202"): [
+        ("GET", "/evaluations/{job_id}", {"job_id": "$response.body#/id"}),
+        ("GET", "/evaluations/{job_id}/report", {"job_id": "$response.body#/id"})],
+    ("POST", "/keys", "201"): [("DELETE", "/keys/{key_id}", {"key_id": "$response.body#/id"})],
+}
+
+
+def complete_operation(op: dict[str, Any], scope: str) -> None:
+    """Add the error answers this operation can give and point every error at ErrorBody."""
+    needed: list[int] = []
+    has_params = bool(op.get("parameters")) or "requestBody" in op
+    if any(p.get("in") == "path" for p in op.get("parameters", [])):
+        needed.append(404)
+    if "requestBody" in op:
+        needed += [400, 413]
+    if has_params:
+        needed.append(422)
+    if scope != PUBLIC:
+        needed += [401, 403, 429]
+        op["security"] = [{"bearer": []}]
+    for code, entry in responses(*needed).items():
+        op["responses"].setdefault(str(code), {"description": entry["description"]})
+    for code, answer in op["responses"].items():
+        if code.startswith(("4", "5")) and not _has_own_schema(answer):
+            answer["content"] = {"application/json": {"schema": ERROR_REF}}
+
+
+def _has_own_schema(answer: dict[str, Any]) -> bool:
+    """A documented error body other than FastAPI's validation error (e.g. the upload's JobUploadOut)."""
+    schema = answer.get("content", {}).get("application/json", {}).get("schema")
+    return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody")
+
+
+def apply_limits(models: dict[str, Any], settings: Settings) -> None:
+    """Bounds that are configuration, not code: the schema states this server's values."""
+    retrieve = settings.retrieve
+    for name, model in models.items():
+        props = model.get("properties", {})
+        if name in ("SearchIn", "SearchOptions") or name.startswith("Body_search_by_image"):
+            if "query" in props:
+                props["query"]["maxLength"] = retrieve.max_query_chars
+            if "top_k" in props:
+                props["top_k"]["maximum"] = retrieve.max_top_k
+            if "prefetch_limit" in props:
+                props["prefetch_limit"]["anyOf"][0]["maximum"] = retrieve.max_prefetch_limit
+        if name == "AnswerIn":
+            props["question"]["maxLength"] = min(props["question"].get("maxLength", 4000), retrieve.max_query_chars)
+            props["top_k"]["maximum"] = min(props["top_k"].get("maximum", 50), retrieve.max_top_k)
+        for field in model.get("required", []):
+            if props.get(field, {}).get("type") == "array" and name.startswith("Body_"):
+                props[field]["minItems"] = 1  # a multipart list with no parts is a missing field
+
+
+def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    scopes = route_scopes(app)
+    for path, ops in schema["paths"].items():
+        for method, op in ops.items():
+            if method in METHODS:
+                complete_operation(op, scopes.get((method.upper(), path), PUBLIC))
+    add_links(schema)
+    components = schema.setdefault("components", {})
+    models = components.setdefault("schemas", {})
+    models.pop("HTTPValidationError", None)
+    models.pop("ValidationError", None)
+    apply_limits(models, settings)
+    models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+    components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
+                                                "description": "An API key from `mmrag keys create`"}}
+    return schema
+
+
+def add_links(schema: dict[str, Any]) -> None:
+    paths = schema["paths"]
+    for (method, path, status), targets in LINKS.items():
+        answer = paths[path][method.lower()]["responses"][status]
+        answer["links"] = {
+            f"{m.lower()}_{p.strip('/').replace('/', '_').replace('{', '').replace('}', '')}": {
+                "operationId": paths[p][m.lower()]["operationId"], "parameters": params}
+            for m, p, params in targets}
+
+
+def install_contract(app: FastAPI, settings: Settings) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build_schema(app, settings)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

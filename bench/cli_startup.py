@@ -1,0 +1,95 @@
+"""CLI start-up: `mmrag search` without hub access, no environment variables set, against the same
+with ``HF_HUB_OFFLINE=1`` (issue 10: the ratio should be <= 1.5; it was 11.3, 77 s vs 6.8 s).
+
+    .venv/bin/python -m bench.cli_startup [--rounds 5] [--with-server]
+
+Setup: a temp data folder; one shared PDF ingested with the default settings (``mmrag ingest``).
+Arms, alternated ABBA over the rounds, each one fresh ``mmrag search "<query>" --corpus x --json``
+process timed by wall clock: ``hub`` (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE removed from the
+environment) and ``offline`` (HF_HUB_OFFLINE=1). ``--with-server`` adds the arm ``rest``: the same
+command while ``mmrag serve`` runs on the folder (the CLI then searches over REST).
+Ends with ``RESULT hub_s=… offline_s=… ratio=… (_lo/_hi)`` and the verdict on ratio <= 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("MMRAG_TEST_CORPUS", ROOT.parent / "shared" / "corpus" / "docling"))
+QUERY = "table structure recognition"
+TARGET = 1.5
+
+
+def base_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+           and not k.startswith("MMRAG_")}
+    return {**env, "MMRAG_DATA_DIR": str(data_dir)}
+
+
+def mmrag(env: dict[str, str], *args: str) -> float:
+    """Wall seconds of one CLI run (it must succeed)."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "mmrag.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"mmrag {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(port)], cwd=ROOT,
+                            env={**env, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("mmrag serve did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--with-server", action="store_true", help="also time the CLI over REST")
+    args = parser.parse_args()
+    pdf = sorted((CORPUS / "pdf").glob("*.pdf"))[0]
+    with tempfile.TemporaryDirectory(prefix="mmrag-cli-") as tmp:
+        env = base_env(Path(tmp) / "data")
+        print(f"setup: ingest {pdf.name}: {mmrag(env, 'ingest', str(pdf), '--corpus', 'x'):.1f} s")
+        search = ("search", QUERY, "--corpus", "x", "--json")
+        arms = {"hub": lambda r: mmrag(env, *search),
+                "offline": lambda r: mmrag({**env, "HF_HUB_OFFLINE": "1"}, *search)}
+        values = alternate(arms, args.rounds)
+        results = {"hub_s": interval(values["hub"]), "offline_s": interval(values["offline"]),
+                   "ratio": interval(paired_ratios(values["hub"], values["offline"]))}
+        if args.with_server:
+            port = 18000 + os.getpid() % 1000
+            server = start_server(env, port)
+            try:
+                rest = [mmrag(env, *search) for _ in range(args.rounds)]
+            finally:
+                server.terminate()
+                server.wait(timeout=60)
+            results["rest_s"] = interval(rest)
+    print(machine_line())
+    print(verdict("ratio", results["ratio"], TARGET, at_least=False))
+    print(result_line(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Storage per source byte and ingest speed: page images rendered on demand from the kept PDF
+(default) vs every page's PNG stored as a file (``keep_page_files``, the previous layout).
+
+Each round ingests the same PDFs (``--corpus``, default the docling and sec-10q PDFs of
+../shared/corpus, ``--limit`` files) through the job pipeline (MiniLM text + BM25, the default
+spaces) into a fresh data folder, once per arm, ABBA-alternated over ``--rounds`` rounds. Measured:
+data folder bytes / source bytes (everything under the data folder once the job has finished), and
+pages/s from submit to the job's end. The word boxes' share is also reported: the catalog's
+compact ``b16`` form vs the JSON it replaced (same words, computed from the catalog).
+
+    python -m bench.storage [--rounds 5] [--limit 13]
+
+ends with ``RESULT ratio_render=.. ratio_files=.. pages_per_s_render=.. pages_per_s_files=.. ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from bench._stats import interval, machine_line, result_line, verdict
+from mmrag.config import Settings
+from mmrag.embed.base import load_embedder
+from mmrag.ingest.word_boxes import unpack_words
+from mmrag.jobs.writer import Upload
+from mmrag.pipeline import build_pipeline
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes on disk (allocated blocks: preallocated, sparse WAL segments count for what they use)."""
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+def one_run(files: list[Path], keep_files: bool, minilm: object) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="mmrag-storage-") as tmp:
+        settings = Settings(data_dir=Path(tmp) / "data")
+        settings.embed.clip_model = settings.embed.colpali_model = None
+        settings.vlm.backend = "none"
+        settings.ingest.keep_page_files = keep_files
+        pipeline = build_pipeline(settings, embedders={"text": minilm})  # type: ignore[dict-item]
+        try:
+            pipeline.create_corpus("c")
+            uploads = [Upload(p.name, p.read_bytes(), {}) for p in files]
+            t0 = time.perf_counter()
+            job = pipeline.ingest_uploads("c", uploads)
+            seconds = time.perf_counter() - t0
+            rows = pipeline.catalog._rows("SELECT text, words FROM pages WHERE corpus = ?", "c")
+            packed = sum(len(w) for _, w in rows)
+            as_json = sum(len(json.dumps([[x.text, [round(v, 5) for v in x.bbox]] for x in unpack_words(w, t)],
+                                         ensure_ascii=False)) for t, w in rows)
+        finally:
+            pipeline.close()
+        data = settings.data_dir
+        corpus = data / "corpora" / "c"
+        return {"pages": job.pages_done, "seconds": seconds, "data": folder_bytes(data),
+                "pages_dir": folder_bytes(corpus / "pages") if (corpus / "pages").exists() else 0,
+                "sources_dir": folder_bytes(corpus / "sources") if (corpus / "sources").exists() else 0,
+                "catalog": sum(p.stat().st_blocks * 512 for p in data.glob("catalog.sqlite3*")),
+                **{f"top:{p.name}": folder_bytes(p) if p.is_dir() else p.stat().st_blocks * 512
+                   for p in data.iterdir()},
+                "words_packed": packed, "words_json": as_json}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", type=Path, nargs="*",
+                    default=[SHARED / "docling" / "pdf", SHARED / "sec-10q" / "pdf"])
+    ap.add_argument("--limit", type=int, default=13, help="files taken from each corpus folder")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    files = [p for folder in args.corpus for p in sorted(folder.glob("*.pdf"))[: args.limit]]
+    source = sum(p.stat().st_size for p in files)
+    minilm = load_embedder("st:sentence-transformers/all-MiniLM-L6-v2")
+    print(machine_line(), f"| {len(files)} PDFs, {source:,} bytes", flush=True)
+    runs: dict[str, list[dict[str, float]]] = {"render": [], "files": []}
+    for r in range(args.rounds):
+        for arm in (["render", "files"] if r % 2 == 0 else ["files", "render"]):
+            runs[arm].append(one_run(files, arm == "files", minilm))
+            x = runs[arm][-1]
+            print(f"round {r + 1} {arm}: {x['pages']} pages {x['seconds']:.1f} s ratio {x['data'] / source:.2f} "
+                  f"(pages {x['pages_dir']:,} sources {x['sources_dir']:,} catalog {x['catalog']:,}) "
+                  + " ".join(f"{k[4:]}={int(v):,}" for k, v in x.items() if k.startswith("top:")), flush=True)
+    values: dict[str, object] = {}
+    for arm, xs in runs.items():
+        values[f"ratio_{arm}"] = interval([x["data"] / source for x in xs])
+        values[f"pages_per_s_{arm}"] = interval([x["pages"] / x["seconds"] for x in xs])
+    last = runs["render"][-1]
+    values["words_packed_bytes"] = int(last["words_packed"])
+    values["words_json_bytes"] = int(last["words_json"])
+    print(verdict("ratio_render", values["ratio_render"], 3.0, at_least=False))  # type: ignore[arg-type]
+    print(result_line(values))  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    main()

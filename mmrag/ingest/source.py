@@ -1,0 +1,101 @@
+"""An upload, checked and made renderable: what it is, and the PDF its pages come from.
+
+:func:`inspect_upload` is the synchronous check made before a job starts (kind from the bytes,
+ZIP container limits, XML entity declarations, worksheet rows, CSV lines, email attachments): each
+refusal names the limit. :func:`prepare_source` is the job's ``plan`` work for one file: every kind
+that is not a PDF or an image is converted to PDF once (:mod:`mmrag.ingest.convert`, a limited
+subprocess), and the pages are then rendered from that PDF exactly like an uploaded PDF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pymupdf
+
+from mmrag.config import IngestConfig
+from mmrag.errors import CorruptDocument, TooLarge
+from mmrag.ingest import pdf
+from mmrag.ingest.convert import convert_to_pdf
+from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.file_facts import file_facts
+from mmrag.ingest.mail import check_email
+from mmrag.ingest.page_store import RenderSpec
+from mmrag.ingest.sniff import SPREADSHEETS, Kind, decode_text, sniff_kind
+from mmrag.ingest.zipcheck import check_zip
+
+ZIP_KINDS = frozenset({"docx", "docm", "pptx", "pptm", "xlsx", "xlsm", "odt", "odp", "ods", "epub"})
+
+
+@dataclass(slots=True)
+class Source:
+    """plan -> parse: the upload's kind and the bytes its pages render from."""
+
+    kind: str  # sniffed kind name (docx, pdf, png, ...)
+    media_type: str  # the upload's media type (stored with the document)
+    pages: int  # pages it renders to
+    pdf: bytes | None  # the converted PDF; None when the upload itself is a PDF or an image
+    facts: DocumentFacts  # title, author, dates, page count read from the file
+    render: RenderSpec | None = None  # how its PDF pages are rendered (None for images): the page store re-renders
+
+
+def _check_lines(data: bytes, name: str, config: IngestConfig) -> None:
+    lines = decode_text(data, name).count("\n")
+    if lines > config.max_sheet_rows:
+        raise TooLarge(f"{name} has {lines:,} lines; the limit is {config.max_sheet_rows:,} rows "
+                       "(MMRAG_INGEST__MAX_SHEET_ROWS)", detail={"limit": "max_sheet_rows"})
+
+
+def inspect_upload(data: bytes, name: str, config: IngestConfig) -> Kind:
+    """The kind of an upload after the checks that need no conversion; raises InvalidInput subclasses."""
+    kind = sniff_kind(data, name)
+    if kind.name in ZIP_KINDS:
+        check_zip(data, name, config)
+    elif kind.name in ("csv", "tsv"):
+        _check_lines(data, name, config)
+    elif kind.name == "eml":
+        check_email(data, name, config)
+    return kind
+
+
+def _page_count(data: bytes, config: IngestConfig) -> int:
+    doc = pdf.open_pdf(data, config)
+    try:
+        return int(doc.page_count)
+    finally:
+        doc.close()
+
+
+def _converted_pages(converted: bytes, kind: Kind, name: str, config: IngestConfig) -> int:
+    try:
+        with pymupdf.open("pdf", converted) as doc:
+            n = doc.page_count
+    except Exception as exc:
+        raise CorruptDocument(f"{name}: the converted {kind.name} file is not a readable PDF ({exc})") from exc
+    if n > config.max_pages:
+        what = "a spreadsheet" if kind.name in SPREADSHEETS else f"the {kind.name} file"
+        raise TooLarge(f"{name}: {what} renders to more than {config.max_pages} pages; the limit is "
+                       f"{config.max_pages} (MMRAG_INGEST__MAX_PAGES)", detail={"limit": "max_pages"})
+    if n == 0:
+        raise CorruptDocument(f"{name}: the {kind.name} file converts to no pages (empty document)")
+    return n
+
+
+def prepare_source(data: bytes, name: str, config: IngestConfig) -> Source:
+    """Check, convert when needed (once), count pages, read the file's facts."""
+    kind = inspect_upload(data, name, config)
+    if kind.family == "image":
+        return Source(kind.name, kind.media_type, 1, None, DocumentFacts(page_count=1, source_kind=kind.name))
+    if kind.family == "pdf":
+        pages = _page_count(data, config)
+        facts = file_facts(data, kind)
+        facts.page_count = pages
+        return Source(kind.name, kind.media_type, pages, None, facts, _spec(config))
+    converted = convert_to_pdf(data, kind.name, config)
+    pages = _converted_pages(converted, kind, name, config)
+    return Source(kind.name, kind.media_type, pages, converted, file_facts(data, kind, converted), _spec(config))
+
+
+def _spec(config: IngestConfig) -> RenderSpec | None:
+    """How the page store re-renders the pages; None keeps every page's image as a file instead."""
+    return None if config.keep_page_files else RenderSpec(config.dpi, config.max_page_pixels)

@@ -1,0 +1,54 @@
+"""The embed stage's work: one page batch becomes points (vectors of every space + payload).
+
+Kept apart from the stage plumbing (:mod:`mmrag.jobs.stages`) so that what a point holds is
+decided in one place, whichever runner (embedded threads or a Celery GPU worker) calls it.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+from PIL import Image
+
+from mmrag.config import CorpusConfig, IngestConfig
+from mmrag.ingest.chunking import chunk_page
+from mmrag.ingest.doc_evidence import metadata_evidence
+from mmrag.ingest.ids import point_id
+from mmrag.spaces.base import PageInput, Space
+from mmrag.store.base import PointRecord, VectorValue
+from mmrag.types import Document
+
+
+def page_payload(doc: Document, number: int, page_id: str) -> dict[str, Any]:
+    """The store payload of a page: what filters and evidence read back."""
+    kind = "page" if doc.media_type == "application/pdf" else "image"
+    return {"document_id": doc.id, "filename": doc.filename, "page": number, "page_id": page_id,
+            "kind": kind, "media_type": doc.media_type, "meta": doc.metadata}
+
+
+def page_inputs(doc: Document, spaces: list[Space], config: IngestConfig) -> list[PageInput]:
+    """What the spaces embed per page: its text chunks and, if a space needs it, its image."""
+    chunks = [chunk_page(p, config.chunk_words, config.chunk_overlap) for p in doc.pages]
+    with_images = any(s.needs_image for s in spaces)
+    evidence = metadata_evidence(doc.metadata, doc.filename) if any(s.document_level for s in spaces) else ""
+    return [PageInput(p, c, Image.open(io.BytesIO(p.image_png)).convert("RGB")
+                      if with_images and p.image_png else None, evidence)
+            for p, c in zip(doc.pages, chunks, strict=True)]
+
+
+def embed_pages(doc: Document, spaces: dict[str, Space], space_names: list[str],
+                config: IngestConfig, corpus: CorpusConfig | None = None) -> list[PointRecord]:
+    """Points (one per page of ``doc``, vectors of every requested space); ``doc`` may hold a page batch.
+    ``corpus`` applies per-corpus options (pooling factor, quantisation, BM25 length) to the spaces."""
+    active = [spaces[n] if corpus is None else spaces[n].for_corpus(corpus) for n in space_names if n in spaces]
+    inputs = page_inputs(doc, active, config)
+    vectors: list[dict[str, VectorValue]] = [{} for _ in doc.pages]
+    for space in active:
+        t0 = time.perf_counter()
+        for i, v in enumerate(space.page_vectors(inputs)):
+            vectors[i].update(v)
+        doc.timings[f"embed_{space.name}"] = time.perf_counter() - t0
+    return [PointRecord(id=point_id(p.id), vectors=vectors[i], payload=page_payload(doc, p.number, p.id))
+            for i, p in enumerate(doc.pages)]

@@ -1,0 +1,238 @@
+"""API keys and tenants, in-process with keys required: route by route, generated from the route table."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.auth import ANY_KEY, PUBLIC, route_scopes
+from mmrag.keys import KeyStore
+from mmrag.pipeline import build_pipeline
+from tests.conftest import make_settings
+
+# What each route needs. A new route must be added here (the first test fails until it is).
+ROUTES: dict[tuple[str, str], str] = {
+    ("GET", "/"): PUBLIC, ("HEAD", "/"): PUBLIC, ("GET", "/static/{name}"): PUBLIC,
+    ("HEAD", "/static/{name}"): PUBLIC, ("GET", "/health"): PUBLIC,
+    ("GET", "/health/live"): PUBLIC, ("GET", "/health/ready"): PUBLIC, ("GET", "/metrics"): PUBLIC,
+    ("GET", "/openapi.json"): PUBLIC, ("HEAD", "/openapi.json"): PUBLIC, ("GET", "/docs"): PUBLIC,
+    ("HEAD", "/docs"): PUBLIC, ("GET", "/docs/oauth2-redirect"): PUBLIC, ("HEAD", "/docs/oauth2-redirect"): PUBLIC,
+    ("GET", "/redoc"): PUBLIC, ("HEAD", "/redoc"): PUBLIC,
+    ("POST", "/keys"): "admin", ("GET", "/keys"): "admin", ("DELETE", "/keys/{key_id}"): "admin",
+    ("POST", "/corpora"): "admin", ("DELETE", "/corpora/{corpus}"): "admin",
+    ("GET", "/corpora"): ANY_KEY, ("GET", "/corpora/{corpus}"): "read",
+    ("POST", "/corpora/{corpus}/documents"): "write", ("GET", "/corpora/{corpus}/documents"): "read",
+    ("GET", "/corpora/{corpus}/documents/{document_id}"): "read",
+    ("DELETE", "/corpora/{corpus}/documents/{document_id}"): "write",
+    ("GET", "/corpora/{corpus}/pages/{page_id}/image"): "read",
+    ("POST", "/corpora/{corpus}/search"): "read", ("POST", "/corpora/{corpus}/search/image"): "read",
+    ("POST", "/corpora/{corpus}/answer"): "read", ("GET", "/corpora/{corpus}/jobs"): "read",
+    ("GET", "/jobs/{job_id}"): ANY_KEY, ("POST", "/jobs/{job_id}/cancel"): ANY_KEY,
+    ("GET", "/jobs/{job_id}/events"): ANY_KEY,
+    ("GET", "/evaluations/suites"): ANY_KEY, ("POST", "/evaluations"): ANY_KEY, ("GET", "/evaluations"): ANY_KEY,
+    ("GET", "/evaluations/{job_id}"): ANY_KEY, ("GET", "/evaluations/{job_id}/report"): ANY_KEY,
+    ("GET", "/evaluations/{job_id}/files/{name}"): ANY_KEY,
+}
+# Routes whose object (a job or an evaluation) belongs to a corpus, and the scope it needs there.
+OBJECT_SCOPE = {("POST", "/jobs/{job_id}/cancel"): "write", ("POST", "/evaluations"): "write"}
+LISTINGS = {("GET", "/corpora"), ("GET", "/evaluations"), ("GET", "/evaluations/suites")}
+
+
+def _pdf(text: str) -> bytes:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), text)
+    return doc.tobytes()
+
+
+def _suite(root: Path, corpus: str) -> Path:
+    """A one-document suite that evaluates into ``corpus``."""
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    (docs / "a.pdf").write_bytes(_pdf("Suite document about lighthouses"))
+    suite = root / "suites" / "tiny"
+    suite.mkdir(parents=True)
+    (suite / "queries.jsonl").write_text('{"_id": "q1", "text": "lighthouses"}\n')
+    (suite / "qrels.tsv").write_text("q1\ta.pdf#1\t2\n")
+    (suite / "suite.yaml").write_text(
+        f"name: tiny\ndataset: {{format: pdf-qrels, corpus: {docs}, include: ['*.pdf']}}\n"
+        f"pipeline: {{corpus_name: {corpus}, spaces: [bm25]}}\n"
+        "metrics: {retrieval: [ndcg], k: [1], primary: ndcg@1, answers: false}\n")
+    return root / "suites"
+
+
+@pytest.fixture(scope="module")
+def world(minilm, tmp_path_factory) -> Iterator[dict]:
+    """Keys required; corpora ``ant`` and ``bee`` with a document each, a job, an evaluation of bee.
+    Shared by the tests of this module: none of them changes what the others look at."""
+    tmp_path = tmp_path_factory.mktemp("auth")
+    settings = make_settings(tmp_path / "data")
+    settings.api.auth = "required"
+    settings.eval_suites_dir = _suite(tmp_path / "eval", "bee")
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    with TestClient(create_app(settings, pipeline)) as client:
+        keys: KeyStore = client.app.state.auth.keys
+        secrets = {"admin": keys.create("admin").secret}
+        for corpus in ("ant", "bee"):
+            for scope in ("read", "write"):
+                secrets[f"{corpus}-{scope}"] = keys.create(scope, corpus).secret  # type: ignore[arg-type]
+        admin = {"Authorization": f"Bearer {secrets['admin']}"}
+        ids: dict[str, str] = {}
+        for corpus in ("ant", "bee"):
+            assert client.post("/corpora", json={"name": corpus}, headers=admin).status_code == 201
+            r = client.post(f"/corpora/{corpus}/documents", files=[("files", (f"{corpus}.pdf", _pdf(corpus)))],
+                            params={"wait": "true"}, headers=admin)
+            assert r.status_code == 201, r.text
+            ids[f"{corpus}-job"] = r.json()["job"]["id"]
+            ids[f"{corpus}-doc"] = r.json()["documents"][0]["id"]
+        detail = client.get(f"/corpora/bee/documents/{ids['bee-doc']}", headers=admin).json()
+        ids["bee-page"] = detail["pages"][0]["id"]
+        r = client.post("/evaluations", json={"suite": "tiny"}, headers=admin)
+        assert r.status_code == 202 and r.json()["corpus"] == "bee", r.text
+        ids["bee-eval"] = r.json()["id"]
+        yield {"client": client, "secrets": secrets, "ids": ids, "keys": keys, "settings": settings}
+        service = client.app.state.pipeline.evaluations
+        deadline = time.time() + 120
+        while service.get(ids["bee-eval"]).state in ("queued", "running") and time.time() < deadline:
+            time.sleep(0.2)  # let the evaluation finish before the pipeline closes
+    pipeline.close()
+
+
+def _request(world: dict, method: str, path: str, key: str | None):
+    """Call the route with every path parameter naming one of bee's objects."""
+    ids = world["ids"]
+    values = {"corpus": "bee", "document_id": ids["bee-doc"], "page_id": ids["bee-page"], "name": "report.md",
+              "key_id": "0" * 12, "job_id": ids["bee-eval"] if path.startswith("/evaluations") else ids["bee-job"]}
+    url = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
+    headers = {"Authorization": f"Bearer {world['secrets'][key]}"} if key else {}
+    kwargs: dict = {}
+    if path.endswith("/search") or path.endswith("/answer"):
+        kwargs["json"] = {"query": "bee", "question": "bee?", "stream": False} if path.endswith("/answer") \
+            else {"query": "bee"}
+    elif path == "/evaluations" and method == "POST":
+        kwargs["json"] = {"suite": "tiny"}
+    elif path.endswith("/documents") and method == "POST":
+        kwargs["files"] = [("files", ("x.pdf", _pdf("intruder")))]
+    elif path.endswith("/search/image"):
+        kwargs["files"] = [("image", ("q.png", b"not an image"))]
+    return world["client"].request(method, url, headers=headers, **kwargs)
+
+
+def test_every_route_is_in_the_table(world):
+    assert route_scopes(world["client"].app) == ROUTES
+
+
+def test_no_key_is_401_on_every_protected_route(world):
+    for (method, path), scope in route_scopes(world["client"].app).items():
+        if scope == PUBLIC:
+            continue
+        r = _request(world, method, path, None)
+        assert r.status_code == 401, (method, path, r.text)
+        assert r.headers["www-authenticate"] == "Bearer" and r.json()["error"] == "unauthorized"
+
+
+def test_another_tenant_sees_nothing(world):
+    """A write key of ant on each of bee's routes: 404 (or 403 for admin routes); listings omit bee."""
+    for (method, path), scope in route_scopes(world["client"].app).items():
+        if scope == PUBLIC:
+            continue
+        r = _request(world, method, path, "ant-write")
+        if scope == "admin" and "{corpus}" not in path:
+            assert r.status_code == 403, (method, path, r.text)
+        elif (method, path) in LISTINGS:
+            assert r.status_code == 200 and "bee" not in r.text, (method, path, r.text)
+        else:
+            assert r.status_code == 404 and r.json()["error"] == "not_found", (method, path, r.text)
+    client, admin = world["client"], {"Authorization": f"Bearer {world['secrets']['admin']}"}
+    names = [d["filename"] for d in client.get("/corpora/bee/documents", headers=admin).json()]
+    assert "bee.pdf" in names and "x.pdf" not in names  # nothing of bee was touched, nothing added
+    assert [c["name"] for c in client.get("/corpora", headers=admin).json()] == ["ant", "bee"]
+
+
+def test_scopes_within_a_tenant(world):
+    """bee's read key: read routes work (not 401/403/404), write and admin routes are 403."""
+    for (method, path), scope in route_scopes(world["client"].app).items():
+        if scope == PUBLIC:
+            continue
+        needed = OBJECT_SCOPE.get((method, path), "read" if scope == ANY_KEY else scope)
+        r = _request(world, method, path, "bee-read")
+        if needed in ("write", "admin"):
+            assert r.status_code == 403 and r.json()["error"] == "forbidden", (method, path, r.text)
+        else:
+            assert r.status_code not in (401, 403, 404), (method, path, r.text)
+    write = {"Authorization": f"Bearer {world['secrets']['bee-write']}"}
+    client = world["client"]
+    r = client.post("/corpora/bee/documents", files=[("files", ("own.pdf", _pdf("own")))], params={"wait": "true"},
+                    headers=write)
+    assert r.status_code == 201, r.text
+    doc = r.json()["documents"][0]["id"]
+    assert client.delete(f"/corpora/bee/documents/{doc}", headers=write).status_code == 204
+
+
+def test_listings_show_only_the_keys_corpus(world):
+    client, secrets = world["client"], world["secrets"]
+    ant = {"Authorization": f"Bearer {secrets['ant-read']}"}
+    assert [c["name"] for c in client.get("/corpora", headers=ant).json()] == ["ant"]
+    assert client.get("/evaluations", headers=ant).json() == []
+    bee = {"Authorization": f"Bearer {secrets['bee-read']}"}
+    assert [e["corpus"] for e in client.get("/evaluations", headers=bee).json()] == ["bee"]
+
+
+def test_keys_over_rest_and_revocation(world):
+    client, secrets = world["client"], world["secrets"]
+    admin = {"Authorization": f"Bearer {secrets['admin']}"}
+    r = client.post("/keys", json={"scope": "read", "corpus": "ant", "name": "ci"}, headers=admin)
+    assert r.status_code == 201 and r.json()["key"].startswith(r.json()["prefix"])
+    new = {"Authorization": f"Bearer {r.json()['key']}"}
+    assert client.get("/corpora/ant", headers=new).status_code == 200
+    listed = client.get("/keys", headers=admin).json()
+    assert r.json()["id"] in [k["id"] for k in listed] and all("key" not in k for k in listed)
+    assert client.delete(f"/keys/{r.json()['id']}", headers=admin).json()["revoked_at"] is not None
+    assert client.get("/corpora/ant", headers=new).status_code == 401
+    bad = client.post("/keys", json={"scope": "read"}, headers=admin)
+    assert bad.status_code == 400 and "corpus" in bad.json()["message"]
+    extra = client.post("/keys", json={"scope": "admin", "color": "red"}, headers=admin)
+    assert extra.status_code == 422 and "color" in extra.json()["message"]
+    wrong = {"Authorization": secrets["admin"]}  # no "Bearer"
+    assert client.get("/keys", headers=wrong).status_code == 401
+
+
+def test_keys_are_stored_hashed(world):
+    settings = world["settings"]
+    db = (settings.data_dir / "keys.sqlite3").read_bytes() + (settings.data_dir / "keys.sqlite3-wal").read_bytes()
+    for secret in world["secrets"].values():
+        assert secret.encode() not in db and secret.split("_")[1].encode() in db
+
+
+def test_rate_limit_per_key(settings, minilm):
+    settings.api.auth = "required"
+    settings.api.rate_per_key = 1.0
+    settings.api.rate_burst = 3
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    with TestClient(create_app(settings, pipeline)) as client:
+        keys = client.app.state.auth.keys
+        one, two = ({"Authorization": f"Bearer {keys.create('admin').secret}"} for _ in range(2))
+        codes = [client.get("/corpora", headers=one).status_code for _ in range(5)]
+        assert codes[:3] == [200, 200, 200] and 429 in codes[3:]
+        r = client.get("/corpora", headers=one)
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1 and r.json()["error"] == "overloaded"
+        assert client.get("/corpora", headers=two).status_code == 200  # another key is not affected
+    pipeline.close()
+
+
+def test_open_on_loopback_and_required_elsewhere(settings, minilm):
+    from api.auth import AuthGate
+
+    for host, mode, is_open in [("127.0.0.1", "auto", True), ("::1", "auto", True), ("0.0.0.0", "auto", False),
+                                ("10.1.2.3", "auto", False), ("127.0.0.1", "required", False),
+                                ("0.0.0.0", "off", True)]:
+        settings.api.host, settings.api.auth = host, mode
+        gate = AuthGate(settings)
+        assert gate.open is is_open, (host, mode)
+        gate.close()

@@ -1,0 +1,53 @@
+"""The shipped docling suite (its ``quick`` variant: 2 PDFs, 7 pages) in-process and through the REST
+target against a real ``mmrag serve`` (uvicorn subprocess on 127.0.0.1, stopped by PID): both ingest
+through the jobs pipeline and give the same metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mmrag.errors import MMRAGError
+from mmrag.evaluate.runner import run_suite
+from mmrag.evaluate.suite import load_suite
+from mmrag.evaluate.targets import RestTarget
+from mmrag.pipeline import build_pipeline
+from tests.api.conftest import Server
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.integration
+SUITE = Path(__file__).resolve().parents[2] / "eval" / "suites" / "docling"
+ENV = {"MMRAG_EMBED__TEXT_MODEL": "st:sentence-transformers/all-MiniLM-L6-v2", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path: Path, minilm, corpus_dir) -> None:
+    suite = load_suite(SUITE, variant="quick", corpus_dir=corpus_dir)
+    pipeline = build_pipeline(make_settings(tmp_path / "local"), embedders={"text": minilm})
+    try:
+        local = run_suite(suite, pipeline, tmp_path / "local-run", answerer=pipeline, plots=False)
+        jobs = pipeline.jobs.list_jobs(suite.corpus_name)
+    finally:
+        pipeline.close()
+    assert len(jobs) == 1 and jobs[0].pages_done == 7  # in-process evaluation ingested through one job
+
+    server = Server(tmp_path / "rest", tmp_path / "server.log", ENV)
+    target = RestTarget(server.url)
+    try:
+        rest = run_suite(suite, target, tmp_path / "rest-run", plots=False)
+        again = target.prepare(suite.corpus_name, suite.documents(tmp_path), lambda *_: None)
+        fake = tmp_path / "fake.png"
+        fake.write_bytes(b"text, not an image")
+        with pytest.raises(MMRAGError, match=r"fake\.png"):  # refused by the server: fails at once, saying which
+            target.prepare(suite.corpus_name, [fake], lambda *_: None)
+    finally:
+        target.close()
+        server.stop()
+
+    assert local.data["failures"] == {"search": 0, "answer": 0} and local.metrics["ndcg@5"] > 0.5
+    assert rest.metrics == pytest.approx(local.metrics)
+    assert rest.data["ingest"]["pages"] == local.data["ingest"]["pages"] == 7
+    assert rest.data["answer_modes"] == local.data["answer_modes"] == {"extractive": len(suite.qa)}
+    assert rest.data["config"]["target"] == f"api {server.url}"
+    assert again["uploaded"] == 0  # the corpus (409) and its documents were already there
+    assert f"POST /corpora/{suite.corpus_name}/documents" in (tmp_path / "server.log").read_text()

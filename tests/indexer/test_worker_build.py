@@ -1,0 +1,27 @@
+"""`mmrag worker <role>` builds what its queues need, once: the write roles build the pipeline (and
+embed with its spaces), the gpu role builds the embedders, the cpu role none."""
+
+from __future__ import annotations
+
+import pytest
+
+import mmrag.pipeline
+from indexer.worker import build_worker
+from tests.conftest import make_settings
+
+
+@pytest.mark.parametrize("role,builds", [("all", 1), ("write", 1), ("gpu", 1), ("cpu", 0)])
+def test_each_role_builds_the_embedders_at_most_once(tmp_path, monkeypatch, role, builds):
+    real, calls = mmrag.pipeline.build_embedders, []
+
+    def counting(settings):  # the real function, counted
+        calls.append(settings)
+        return real(settings)
+
+    monkeypatch.setattr(mmrag.pipeline, "build_embedders", counting)
+    settings = make_settings(tmp_path / "data")
+    settings.embed.text_model = "fake:384"
+    settings.jobs.broker_url = "redis://127.0.0.1:9/0"  # never contacted: building a worker connects nothing
+    app = build_worker(settings, role)
+    assert len(calls) == builds
+    assert {"mmrag.plan", "mmrag.parse", "mmrag.embed"} <= set(app.tasks)

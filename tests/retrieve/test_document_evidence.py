@@ -1,0 +1,79 @@
+"""Document evidence from file names, metadata and first pages: organisations, periods, versions,
+labels, titles, for several kinds of documents (not only filings), and the periods a query names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+
+from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_text, query_periods
+from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.file_facts import pdf_facts
+
+FILING = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
+FORM 10-Q
+QUARTERLY REPORT PURSUANT TO SECTION 13
+For the quarterly period ended June 25, 2022
+Apple Inc.
+(Exact name of Registrant as specified in its charter)
+As of July 15, 2022, 16,070,752,000 shares were outstanding."""
+
+GUIDE = """Acme Robotics GmbH
+Controller X200 User Guide
+Version 2.4.1, Rev. C
+Published 3 March 2021. This guide replaces the 2019 edition."""
+
+CONTRACT = """SERVICE AGREEMENT
+This Agreement is dated 2024-01-15 between Northwind Traders Ltd and Contoso Corporation.
+It is effective as of February 1, 2024 for the fiscal year 2024."""
+
+
+def test_filing_facts_put_the_period_it_is_about_first() -> None:
+    facts = document_facts("2022 Q3 AAPL.pdf", [FILING], {"subject": "Form 10-Q for the period ending 2022-06-25"})
+    assert facts.entities[0] == "Apple Inc"
+    assert facts.periods[0] == "2022-06-25" and "2022-Q3" in facts.periods  # the file name's quarter
+    assert "Form 10-Q" in facts.labels
+    text = evidence_text(facts, "2022 Q3 AAPL.pdf")
+    assert text.startswith("2022 Q3 AAPL") and "June 25, 2022" in text and "Apple Inc" in text
+
+
+def test_guide_and_contract_facts() -> None:
+    guide = document_facts("x200-guide.pdf", [GUIDE])
+    assert guide.entities == ["Acme Robotics GmbH"]
+    assert guide.versions[:2] == ["Version 2.4.1", "Rev. C"] and "2019 edition" in guide.versions
+    assert guide.periods[0] == "2021-03-03" and "user guide" in guide.labels
+    contract = document_facts("msa.pdf", [CONTRACT])
+    assert {"Northwind Traders Ltd", "Contoso Corporation"} <= set(contract.entities)
+    assert contract.periods[:2] == ["2024-01-15", "2024-02-01"] and "FY2024" in contract.periods
+    assert "agreement" in contract.labels
+
+
+def test_facts_already_read_from_the_file_win() -> None:
+    base = DocumentFacts(title="Quarterly results", author="IR team")
+    facts = document_facts("q.pdf", [FILING], {"title": "0000320193-23-000006"}, base=base)
+    assert (facts.title, facts.author) == ("Quarterly results", "IR team")
+    assert document_facts("q.pdf", [FILING], {"title": "0000320193-23-000006"}).title != "0000320193-23-000006"
+
+
+def test_pdf_facts_read_metadata_and_the_largest_type(tmp_path: Path) -> None:
+    path = tmp_path / "handbook.pdf"
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        page.insert_text((72, 90), "Field Service Handbook", fontsize=24)
+        page.insert_text((72, 140), "Issued by Example Holdings on 12 May 2020, revision v3.2.", fontsize=10)
+        doc.set_metadata({"creationDate": "D:20200512093000Z"})
+        doc.save(path)
+    facts = complete_facts(pdf_facts(path.read_bytes()), path.name, path.read_bytes())
+    assert facts.title == "Field Service Handbook" and facts.source_kind == "pdf" and facts.page_count == 1
+    assert str(facts.created).startswith("2020-05-12") and facts.periods[0] == "2020-05-12"
+    assert facts.entities == ["Example Holdings"] and facts.versions == ["revision v3.2"]
+
+
+def test_query_periods_normalise_like_documents() -> None:
+    assert query_periods("net sales in the quarter ended June 25, 2022?") == ["2022-06-25"]
+    assert query_periods("Intel's Q2 2023 10-Q") == ["2023-Q2"]
+    assert query_periods("in the third quarter of 2023 and 2023 Q1") == ["2023-Q1", "2023-Q3"] or \
+        sorted(query_periods("in the third quarter of 2023 and 2023 Q1")) == ["2023-Q1", "2023-Q3"]
+    assert query_periods("fiscal 2024 plans") == ["FY2024"]
+    assert query_periods("how do I install it") == []
