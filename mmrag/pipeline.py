@@ -136,10 +136,10 @@ class Pipeline:
         return config
 
     def warm_up(self) -> None:
-        """Load the models that the served corpora use, and those a new corpus would get, now rather than on
-        the first request (the API calls this on a background thread at start-up; failures land in
-        ``unavailable`` as they would on first use)."""
-        wanted = set(CorpusConfig().spaces)
+        """Load the models that the served corpora use (and the text model, which every corpus needs) now
+        rather than on the first request: the API calls this on a background thread at start-up. Models no
+        corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
+        wanted = {"text"}
         for _, config, *_ in self.catalog.list_corpora():
             wanted.update(config.spaces)
         for space in sorted(wanted & set(self.embedders)):
