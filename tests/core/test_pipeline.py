@@ -122,3 +122,24 @@ def test_corpus_records_its_creation_time(pipeline):
         assert client.get("/corpora/c").json()["created_at"] == created
         assert [c["created_at"] for c in client.get("/corpora").json()] == [created]
         assert client.get("/corpora/nope").status_code == 404
+
+
+def test_warm_up_loads_the_text_model_and_the_models_of_served_corpora_only(tmp_path):
+    from mmrag.config import CorpusConfig
+
+    settings = make_settings(tmp_path / "data")
+    settings.embed.text_model, settings.embed.clip_model = "fake:16", "fake:8"
+    first = build_pipeline(settings, run_jobs=False)
+    try:
+        assert {s: e.state for s, e in first.embedders.items()} == {"text": "not loaded", "clip": "not loaded"}
+        first.warm_up()
+        assert {s: e.state for s, e in first.embedders.items()} == {"text": "loaded", "clip": "not loaded"}
+        first.create_corpus("c", CorpusConfig(spaces=["text", "clip"]))
+    finally:
+        first.close()
+    again = build_pipeline(settings, run_jobs=False)  # a restart: corpus "c" uses clip, so it loads now
+    try:
+        again.warm_up()
+        assert {s: e.state for s, e in again.embedders.items()} == {"text": "loaded", "clip": "loaded"}
+    finally:
+        again.close()
