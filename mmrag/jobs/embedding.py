@@ -23,7 +23,7 @@ from mmrag.types import Document
 
 def page_payload(doc: Document, number: int, page_id: str) -> dict[str, Any]:
     """The store payload of a page: what filters and evidence read back."""
-    kind = "page" if doc.media_type == "application/pdf" else "image"
+    kind = "image" if doc.media_type.startswith("image/") else "page"  # a converted DOCX, HTML... has pages
     return {"document_id": doc.id, "filename": doc.filename, "page": number, "page_id": page_id,
             "kind": kind, "media_type": doc.media_type, "meta": doc.metadata}
 
