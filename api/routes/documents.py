@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile, status
 from fastapi.responses import JSONResponse, Response
-from PIL import Image
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ReadDep, WriteDep
@@ -19,6 +18,7 @@ from api.job_schemas import JobOut, JobUploadOut, job_out
 from api.routes.jobs import RunnerDep, base_url
 from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
+from mmrag.imaging import decode_image
 from mmrag.ingest.sniff import ACCEPTED
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.writer import Upload, check_upload
@@ -180,10 +180,10 @@ def page_image(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep,
     png = pipeline.catalog.page_image(corpus, page_id)  # stored, or rendered from the document's kept PDF
     if width is None:
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
-    with Image.open(io.BytesIO(png)) as img:
-        img.thumbnail((width, width * 4))
-        buf = io.BytesIO()
-        img.convert("RGB").save(buf, format="JPEG", quality=80)
+    img = decode_image(png, max_pixels=pipeline.settings.ingest.max_image_pixels, what=f"page {page_id}")
+    img.thumbnail((width, width * 4))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=80)
     return Response(buf.getvalue(), media_type="image/jpeg", headers={"Cache-Control": "max-age=86400"})
 
 

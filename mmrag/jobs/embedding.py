@@ -6,13 +6,11 @@ decided in one place, whichever runner (embedded threads or a Celery GPU worker)
 
 from __future__ import annotations
 
-import io
 import time
 from typing import Any
 
-from PIL import Image
-
 from mmrag.config import CorpusConfig, IngestConfig
+from mmrag.imaging import decode_image
 from mmrag.ingest.chunking import chunk_page
 from mmrag.ingest.doc_evidence import metadata_evidence
 from mmrag.ingest.ids import point_id
@@ -33,7 +31,7 @@ def page_inputs(doc: Document, spaces: list[Space], config: IngestConfig) -> lis
     chunks = [chunk_page(p, config.chunk_words, config.chunk_overlap) for p in doc.pages]
     with_images = any(s.needs_image for s in spaces)
     evidence = metadata_evidence(doc.metadata, doc.filename) if any(s.document_level for s in spaces) else ""
-    return [PageInput(p, c, Image.open(io.BytesIO(p.image_png)).convert("RGB")
+    return [PageInput(p, c, decode_image(p.image_png, max_pixels=config.max_image_pixels, what=f"page {p.number}")
                       if with_images and p.image_png else None, evidence)
             for p, c in zip(doc.pages, chunks, strict=True)]
 
