@@ -5,21 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mmrag.config import IngestConfig
-from mmrag.ingest import pdf
 from mmrag.ingest.parse import parse_image, parse_pdf, sniff_media_type
 from mmrag.types import Page
-
-
-def count_pages(data: bytes, filename: str, config: IngestConfig) -> tuple[str, int]:
-    """(media type, pages) after the cheap checks: type sniffing, PDF open/encryption/page limit."""
-    media_type = sniff_media_type(data, filename)
-    if media_type != "application/pdf":
-        return media_type, 1
-    doc = pdf.open_pdf(data, config)
-    try:
-        return media_type, int(doc.page_count)
-    finally:
-        doc.close()
 
 
 def parse_pages(data: bytes, doc_id: str, filename: str, config: IngestConfig,

@@ -4,6 +4,8 @@ Layout (a folder under the data folder, or a volume shared by the API and the wo
 
     blobs/<sha256>                          uploaded bytes, keyed by content hash
     jobs/<job>/<file>/manifest.json         a Manifest: corpus, filename, document id, blob, metadata, spaces
+    jobs/<job>/<file>/b-1.source            the plan stage's Source: the upload converted once to PDF (or the
+                                            image), its kind and facts; parse batches render from it
     jobs/<job>/<file>/b<batch>.pages        a ParsedBatch: pages of one batch (text, words; no images)
     jobs/<job>/<file>/b<batch>.images       rendered PNGs of those pages
     jobs/<job>/<file>/b<batch>.points       vectors of those pages, ready to upsert
