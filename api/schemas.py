@@ -133,6 +133,8 @@ class EvidenceOut(BaseModel):
     scores: dict[str, float] = {}
     ranks: dict[str, int] = {}
     metadata: dict[str, Any] = {}
+    section: list[str] = Field(default_factory=list,
+                               description="The page's section path: headings in force on it, outermost first")
     image_url: str
     thumbnail_url: str
 

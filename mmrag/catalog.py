@@ -24,6 +24,8 @@ from typing import Any
 
 from mmrag.config import CorpusConfig
 from mmrag.errors import Conflict, InvalidInput, NotFound
+from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.page_context import section_line
 from mmrag.ingest.page_store import PageImageStore, RenderSpec
 from mmrag.ingest.word_boxes import pack_words, unpack_words
 from mmrag.sqlite_db import SqliteDB
@@ -41,8 +43,14 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS pages (
     corpus TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL, number INTEGER NOT NULL,
     width INTEGER NOT NULL, height INTEGER NOT NULL, image_hash TEXT NOT NULL, text_source TEXT NOT NULL,
-    text TEXT NOT NULL, words TEXT NOT NULL, PRIMARY KEY (corpus, id));
+    text TEXT NOT NULL, words TEXT NOT NULL, context TEXT NOT NULL DEFAULT '[]',
+    table_header TEXT NOT NULL DEFAULT '[]', PRIMARY KEY (corpus, id));
 CREATE INDEX IF NOT EXISTS pages_by_document ON pages (corpus, document_id, number);
+CREATE TABLE IF NOT EXISTS bm25_lengths (
+    corpus TEXT NOT NULL, document_id TEXT NOT NULL, pages INTEGER NOT NULL, length INTEGER NOT NULL,
+    PRIMARY KEY (corpus, document_id));
+CREATE TABLE IF NOT EXISTS bm25_indexed (
+    corpus TEXT PRIMARY KEY, avg_len REAL, stale INTEGER NOT NULL);
 """
 
 
@@ -58,6 +66,14 @@ class Catalog(SqliteDB):
         self.data_dir = data_dir
         self.page_images = PageImageStore()
         super().__init__(data_dir / "catalog.sqlite3", _SCHEMA)
+        self._add_page_context()
+
+    def _add_page_context(self) -> None:
+        """Catalogs written before pages had a context get its columns (idempotent; old pages: none)."""
+        with self._lock:
+            for column in ("context", "table_header"):
+                if column not in self._page_columns():
+                    self._db.execute(f"ALTER TABLE pages ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
 
     # corpora ---------------------------------------------------------------
     def create_corpus(self, name: str, config: CorpusConfig) -> None:
@@ -98,7 +114,8 @@ class Catalog(SqliteDB):
         self.corpus_config(name)
         with self._lock:
             self._db.execute("BEGIN")
-            for table, key in (("pages", "corpus"), ("documents", "corpus"), ("corpora", "name")):
+            for table, key in (("pages", "corpus"), ("documents", "corpus"), ("corpora", "name"),
+                               ("bm25_lengths", "corpus"), ("bm25_indexed", "corpus")):
                 self._db.execute(f"DELETE FROM {table} WHERE {key} = ?", (name,))
             self._db.execute("COMMIT")
         shutil.rmtree(self.corpus_dir(name), ignore_errors=True)
@@ -129,9 +146,9 @@ class Catalog(SqliteDB):
             self._db.execute("BEGIN")
             for p in doc.pages:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO pages ({_PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (corpus, p.id, doc.id, p.number, p.width, p.height, p.image_hash, p.text_source.value,
-                     p.text, pack_words(p.words, p.text)))
+                     p.text, pack_words(p.words, p.text), json.dumps(p.context), json.dumps(p.table_header)))
             self._db.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (corpus, doc.id, doc.filename, doc.media_type, doc.size_bytes, len(doc.pages),
@@ -139,10 +156,16 @@ class Catalog(SqliteDB):
             self._db.execute("COMMIT")
         return self.document(corpus, doc.id)
 
-    def newest_document_date(self, corpus: str) -> str | None:
-        """The latest date a document of ``corpus`` is about (``metadata.doc.date``, set at ingestion)."""
-        rows = self._rows("SELECT max(json_extract(metadata, '$.doc.date')) FROM documents WHERE corpus = ?", corpus)
-        return str(rows[0][0]) if rows and rows[0][0] else None
+    def documents_signature(self, corpus: str) -> tuple[int, str]:
+        """(count, newest creation time) of ``corpus``'s documents: changes when documents are added or deleted."""
+        rows = self._rows("SELECT count(*), coalesce(max(created_at), '') FROM documents WHERE corpus = ?", corpus)
+        return int(rows[0][0]), str(rows[0][1])
+
+    def document_facts(self, corpus: str) -> list[tuple[str, str, DocumentFacts]]:
+        """(id, filename, facts) of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""
+        rows = self._rows("SELECT id, filename, json_extract(metadata, '$.doc') FROM documents WHERE corpus = ?",
+                          corpus)
+        return [(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None)) for id_, name, facts in rows]
 
     def _doc_info(self, corpus: str, row: tuple[Any, ...]) -> DocumentInfo:
         id_, filename, media, size, count, meta, created = row
@@ -176,14 +199,24 @@ class Catalog(SqliteDB):
             self._db.execute("BEGIN")
             self._db.execute("DELETE FROM documents WHERE corpus = ? AND id = ?", (corpus, doc_id))
             self._db.execute("DELETE FROM pages WHERE corpus = ? AND document_id = ?", (corpus, doc_id))
+            self._db.execute("DELETE FROM bm25_lengths WHERE corpus = ? AND document_id = ?", (corpus, doc_id))
             self._db.execute("COMMIT")
         self.page_images.delete(self.corpus_dir(corpus), doc_id, page_ids)
         return page_ids
 
     def pages_of(self, corpus: str, doc_id: str) -> list[PageInfo]:
-        rows = self._rows("SELECT id, document_id, number, width, height, image_hash, text_source, length(text) "
-                          "FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number", corpus, doc_id)
-        return [PageInfo(r[0], r[1], r[2], r[3], r[4], r[5], TextSource(r[6]), r[7]) for r in rows]
+        rows = self._rows(f"SELECT {_PAGE_INFO} FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number",
+                          corpus, doc_id)
+        return [_page_info(r) for r in rows]
+
+    def stored_pages(self, corpus: str, doc_id: str) -> list[Page]:
+        """The pages of a document as ingested (text, words, context; no images): what re-embedding reads."""
+        rows = self._rows("SELECT id, number, width, height, image_hash, text_source, text, words, context, "
+                          "table_header FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number",
+                          corpus, doc_id)
+        return [Page(id=r[0], document_id=doc_id, number=r[1], width=r[2], height=r[3], image_hash=r[4],
+                     text_source=TextSource(r[5]), text=r[6], words=unpack_words(r[7], r[6]),
+                     context=json.loads(r[8]), table_header=json.loads(r[9])) for r in rows]
 
     def page_words(self, corpus: str, page_ids: list[str]) -> dict[str, list[Word]]:
         if not page_ids:
@@ -193,13 +226,60 @@ class Catalog(SqliteDB):
         return {pid: unpack_words(w, t) for pid, t, w in rows}
 
     def page_info(self, corpus: str, page_id: str) -> PageInfo:
-        rows = self._rows("SELECT id, document_id, number, width, height, image_hash, text_source, length(text) "
-                          "FROM pages WHERE corpus = ? AND id = ?", corpus, page_id)
+        rows = self._rows(f"SELECT {_PAGE_INFO} FROM pages WHERE corpus = ? AND id = ?", corpus, page_id)
         if not rows:
             self.corpus_config(corpus)
             raise NotFound(f"unknown page {page_id!r} in corpus {corpus!r}")
-        r = rows[0]
-        return PageInfo(r[0], r[1], r[2], r[3], r[4], r[5], TextSource(r[6]), r[7])
+        return _page_info(rows[0])
+
+    def page_texts(self, corpus: str, doc_ids: list[str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(page id, document id, text, context) of the pages of ``corpus`` (of ``doc_ids`` if given); the
+        context is the page's section path as one line (:func:`mmrag.ingest.page_context.section_line`)."""
+        sql = "SELECT id, document_id, text, context FROM pages WHERE corpus = ?"
+        if doc_ids is None:
+            rows = self._rows(sql + " ORDER BY document_id, number", corpus)
+        else:
+            rows = [r for d in doc_ids for r in self._rows(sql + " AND document_id = ? ORDER BY number", corpus, d)]
+        return [(str(i), str(d), str(t), section_line(json.loads(c))) for i, d, t, c in rows]
+
+    def _page_columns(self) -> set[str]:
+        return {r[1] for r in self._rows("PRAGMA table_info(pages)")}
+
+    # BM25 length statistics (mmrag.jobs.bm25_stats) ---------------------------------
+    def set_bm25_length(self, corpus: str, doc_id: str, pages: int, length: int) -> None:
+        """A document's pages with BM25 tokens and their total length (idempotent; deleted with the document)."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO bm25_lengths VALUES (?, ?, ?, ?)", (corpus, doc_id, pages, length))
+
+    def bm25_totals(self, corpus: str) -> tuple[int, int]:
+        """(pages, total length) over the listed documents of ``corpus``."""
+        rows = self._rows("SELECT COALESCE(SUM(b.pages), 0), COALESCE(SUM(b.length), 0) FROM bm25_lengths b "
+                          "JOIN documents d ON d.corpus = b.corpus AND d.id = b.document_id WHERE b.corpus = ?", corpus)
+        return int(rows[0][0]), int(rows[0][1])
+
+    def documents_without_bm25_length(self, corpus: str) -> list[str]:
+        """Listed documents with no recorded length (indexed before the statistics existed)."""
+        rows = self._rows("SELECT d.id FROM documents d LEFT JOIN bm25_lengths b ON b.corpus = d.corpus AND "
+                          "b.document_id = d.id WHERE d.corpus = ? AND b.document_id IS NULL", corpus)
+        return [r[0] for r in rows]
+
+    def bm25_indexed(self, corpus: str) -> tuple[float | None, bool]:
+        """(average length the stored BM25 vectors were indexed with, whether some used another one)."""
+        rows = self._rows("SELECT avg_len, stale FROM bm25_indexed WHERE corpus = ?", corpus)
+        return (rows[0][0], bool(rows[0][1])) if rows else (None, False)
+
+    def set_bm25_indexed(self, corpus: str, avg_len: float | None, stale: bool) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO bm25_indexed VALUES (?, ?, ?)", (corpus, avg_len, int(stale)))
+
+
+_PAGE_COLUMNS = "corpus, id, document_id, number, width, height, image_hash, text_source, text, words, context, " \
+                "table_header"
+_PAGE_INFO = "id, document_id, number, width, height, image_hash, text_source, length(text), context, table_header"
+
+
+def _page_info(r: tuple[Any, ...]) -> PageInfo:
+    return PageInfo(r[0], r[1], r[2], r[3], r[4], r[5], TextSource(r[6]), r[7], json.loads(r[8]), json.loads(r[9]))
 
 
 def boxes_of(words: list[Word], start: int, end: int) -> list[BBox]:

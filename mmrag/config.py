@@ -126,14 +126,16 @@ class RetrieveConfig(BaseModel):
     """Combine each page's match with its document's (corpora with the ``document`` space: title,
     entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
     document_weight: float = Field(2.0, ge=0, le=100)
-    """Weight of the document's match in the page's prior: ``page * (1 + w * document + ...)``."""
+    """Weight of the document's match in the page's prior: ``page * (1 + w * document) * boosts``; each boost
+    ``b`` multiplies the score of the pages it holds for by ``1 + b``."""
     period_boost: float = Field(1.0, ge=0, le=100)
-    """Added to the prior of pages whose document has a period (date, quarter, fiscal year) the query names."""
+    """Boost of pages whose document has a period (date, quarter, fiscal year) the query names."""
+    entity_boost: float = Field(1.0, ge=0, le=100)
+    """Boost of pages whose document's main entity (organisation) the query names: ``Intel's`` -> Intel Corporation."""
     recency_boost: float = Field(1.0, ge=0, le=100)
-    """Added to the prior of the newest documents when the query asks for the latest / most recent / current
-    (exponential decay from the corpus's newest document date, see ``recency_scale_days``)."""
-    recency_scale_days: float = Field(90.0, gt=0)
-    """Days before the newest document date at which the recency boost is half."""
+    """Boost of the newest document of each series (same entity and label, or the same title
+    but for its dates and versions; at least two dated documents) when the query asks for the latest /
+    most recent / current report, version, quarter..."""
     document_candidates: int = Field(1000, ge=1, le=100_000)
     """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
 
@@ -249,5 +251,12 @@ class CorpusConfig(BaseModel):
     """Hierarchical token pooling factor for stored ColPali multi-vectors (1 = no pooling)."""
     prefetch_quantization: Literal["none", "binary", "scalar"] = "none"
     """Quantisation of the indexed prefetch vectors (pooled multi-vectors, CLIP)."""
-    bm25_avg_len: float = Field(300.0, gt=0)
-    """Expected words per page for BM25 length normalisation."""
+    chunk_context: list[Literal["document", "section"]] = Field(default_factory=list)
+    """Header lines each text chunk is embedded with (dense ``text`` space; snippets and highlights keep the
+    chunk's own words): ``document``, its document's short label (title · entity · period), and/or
+    ``section``, its page's section path. Measured on sec-10q (bench/chunk_context.py, docs/benchmarks.md)."""
+    bm25_avg_len: float | None = Field(None, gt=0)
+    """Average page length (in BM25 tokens: words less stopwords, stemmed) for BM25 length normalisation.
+    None: the corpus's own average, kept by the writer; stored vectors are re-weighted when it moves more
+    than 20 % from the one they were indexed with (mmrag.jobs.bm25_stats). A number: fixed (corpora created
+    before this option recorded 300)."""

@@ -59,6 +59,8 @@ class Page:
     text_source: TextSource
     image_png: bytes | None = None  # rendered page; dropped once written to the page store
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    context: list[str] = field(default_factory=list)  # section path: headings in force, outermost first
+    table_header: list[str] = field(default_factory=list)  # column labels of a table continued from the page before
 
 
 @dataclass(slots=True)
@@ -113,6 +115,8 @@ class PageInfo:
     image_hash: str
     text_source: TextSource
     text_chars: int
+    context: list[str] = field(default_factory=list)  # section path (Page.context)
+    table_header: list[str] = field(default_factory=list)  # labels of a continued table (Page.table_header)
 
 
 @dataclass(slots=True)
@@ -131,13 +135,14 @@ class Evidence:
     scores: dict[str, float] = field(default_factory=dict)  # space -> raw score
     ranks: dict[str, int] = field(default_factory=dict)  # space -> 1-based rank (explain)
     metadata: dict[str, Any] = field(default_factory=dict)
+    section: list[str] = field(default_factory=list)  # the page's section path (Page.context)
 
     def as_json(self) -> dict[str, Any]:
         """The evidence as JSON-safe data: the fields of a REST search result (without its URLs)."""
         return {"kind": self.kind.value, "document": self.filename, "document_id": self.document_id,
                 "page": self.page, "page_id": self.page_id, "score": self.score, "snippet": self.snippet,
                 "boxes": [list(b) for b in self.boxes], "scores": dict(self.scores), "ranks": dict(self.ranks),
-                "metadata": dict(self.metadata)}
+                "metadata": dict(self.metadata), "section": list(self.section)}
 
 
 SPACES = ("text", "bm25", "clip", "colpali", "document")

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from mmrag.cli.commands import corpora, ingest, serve
+from mmrag.cli.commands import corpora, ingest, reweight_bm25, serve
 from mmrag.cli.search_cmd import search
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -22,6 +22,7 @@ app.command()(serve)
 app.command()(ingest)
 app.command()(search)
 app.command()(corpora)
+app.command(name="reweight-bm25")(reweight_bm25)
 
 
 def _optional(module: str, attr: str, name: str, group: bool) -> None:

@@ -1,4 +1,4 @@
-"""Core CLI commands: serve, ingest, corpora."""
+"""Core CLI commands: serve, ingest, corpora, reweight-bm25."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def _files(paths: list[Path]) -> list[Path]:
 
 
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (PDF, PNG, JPEG, WebP, TIFF, BMP, GIF)")],
+    paths: Annotated[list[Path], typer.Argument(help=(
+        "Files or folders: PDF, images, Word, PowerPoint, Excel, OpenDocument, EPUB, HTML, Markdown, text, "
+        "CSV/TSV, email (EML)"))],
     corpus: Annotated[str, typer.Option("--corpus", "-c", help="Corpus name (created if missing)")],
     metadata: Annotated[str | None, typer.Option(help="JSON object stored with every file")] = None,
 ) -> None:
@@ -124,4 +126,29 @@ def corpora() -> None:
     Console().print(table)
 
 
-__all__ = ["Backend", "corpora", "fail", "ingest", "serve"]
+def reweight_bm25(corpus: Annotated[str, typer.Argument(help="Corpus name")]) -> None:
+    """Recompute a corpus's stored BM25 vectors from its page text with its average page length (its
+    own, or its fixed bm25_avg_len); other vectors stay. The owner does it by itself after a job when the
+    corpus's average moved more than 20 %. Runs in-process: stop `mmrag serve` on this folder first."""
+    from mmrag.cli.remote import running_server
+    from mmrag.errors import Conflict
+    from mmrag.jobs.bm25_stats import reweight
+    from mmrag.pipeline import build_pipeline
+
+    settings = load_settings()
+    try:
+        if url := running_server(settings.data_dir):
+            raise Conflict(f"mmrag serve ({url}) owns {settings.data_dir}; stop it first")
+        pipeline = build_pipeline(settings, run_jobs=False)
+        try:
+            done = reweight(pipeline.catalog, pipeline.store, corpus)
+        finally:
+            pipeline.close()
+    except MMRAGError as exc:
+        fail(exc)
+        return
+    console.print(f"{corpus}: BM25 of {done.pages} pages re-weighted to average length {done.avg_len:.1f} "
+                  f"in {done.seconds:.2f}s")
+
+
+__all__ = ["Backend", "corpora", "fail", "ingest", "reweight_bm25", "serve"]

@@ -6,6 +6,8 @@
 - ``suite``: name, path, variant, dataset spec, corpus_dir, counts
 - ``config``: target (in-process / api URL), corpus, pipeline spec, metrics spec
 - ``metrics``: ``{"ndcg@5": float, ..., "anls": float, ...}`` — means over judged queries / QA items
+- ``page_metrics``: in a suite judged at document level, page-level means (plus ``n``) over the
+  questions whose judgments name a page (``{}`` when none does)
 - ``breakdown``: per-tag means (``retrieval`` and ``answers``)
 - ``failures``: queries / questions whose call raised
 - ``latency``: ``{"search": {stage: {count, mean, p50, p95, p99, max}}, "answer": {...}}`` seconds
@@ -166,6 +168,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"- ingest: {_ingest_line(data.get('ingest', {}))}\n"
     )
     out.append("\n## Metrics\n\n" + _metric_grid(data["metrics"]))
+    if page := {k: v for k, v in data.get("page_metrics", {}).items() if k != "n"}:
+        out.append(f"\n## Page level ({int(data['page_metrics']['n'])} questions that name a page)\n\n"
+                   + _metric_grid(page))
     breakdown = data.get("breakdown", {}).get("retrieval", {})
     primary = config["metrics"].get("primary", "ndcg@10")
     if breakdown:

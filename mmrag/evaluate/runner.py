@@ -133,15 +133,19 @@ def _run_query(suite: Suite, target: EvalTarget, query: Query) -> dict[str, Any]
         if suite.spec.metrics.rank_by == "score":
             keyed = order_by_score(keyed)
         ranking = [key for key, _ in keyed]
-        row["ranking"] = [
-            {"doc": key, "score": h.score, "scores": h.scores, "document_id": h.document_id} for key, h in keyed
-        ]
+        row["ranking"] = [{"doc": key, "page": h.page, "score": h.score, "scores": h.scores,
+                           "document_id": h.document_id} for key, h in keyed]
         row["timings"] = timings
         row["error"] = None
     if any(g >= 1 for g in judgments.values()):
         row["metrics"] = query_metrics(ranking, judgments, suite.spec.metrics.retrieval, suite.spec.metrics.k)
     else:
         row["metrics"] = {}
+    pages = suite.page_qrels.get(query.id, {})
+    if any(g >= 1 for g in pages.values()):  # a document suite's question about one page: page level too
+        ranked = [f"{Path(h['doc']).name}#{h['page']}" for h in row["ranking"]]
+        row["page_judgments"] = pages
+        row["page_metrics"] = query_metrics(ranked, pages, suite.spec.metrics.retrieval, suite.spec.metrics.k)
     return row
 
 
@@ -191,6 +195,12 @@ def tag_breakdown(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return {tag: {**mean_metrics(per), "n": float(len(per))} for tag, per in sorted(by_tag.items())}
 
 
+def page_level(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean page-level metrics (plus ``n``) of the questions of a document suite that name a page; {} if none."""
+    per = {row["id"]: row["page_metrics"] for row in rows if row.get("page_metrics")}
+    return {**mean_metrics(per), "n": float(len(per))} if per else {}
+
+
 def build_report_data(
     suite: Suite,
     target: str,
@@ -226,6 +236,7 @@ def build_report_data(
             "metrics": suite.spec.metrics.model_dump(),
         },
         "metrics": metrics,
+        "page_metrics": page_level(query_rows),
         "breakdown": {"retrieval": tag_breakdown(query_rows), "answers": tag_breakdown(answer_rows)},
         "tied_results": sum(r.get("tied", 0) for r in query_rows),
         "answer_modes": dict(Counter(str(r.get("mode", "")) for r in answer_rows if not r["error"])),

@@ -23,6 +23,7 @@ import copy
 import fnmatch
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,9 @@ class DatasetSpec(BaseModel):
     judge: Literal["page", "document"] = "page"
     """``page``: qrels name pages (``filename#page``); ``document``: qrels name documents (a basename or a
     glob pattern over basenames such as ``*2023 Q3 AAPL*``), a retrieved page counts for its document and
-    documents rank by their best page. BEIR suites always judge documents."""
+    documents rank by their best page. BEIR suites always judge documents. In a ``document`` suite a
+    judgment may still name a page (``report.pdf#12``, a question about one page): the query is judged
+    at document level by that page's document and, in ``page_metrics``, at page level too."""
 
 
 class PipelineSpec(BaseModel):
@@ -139,6 +142,7 @@ class Suite:
     queries: list[Query]
     qrels: dict[str, dict[str, int]]
     qa: list[QAItem]
+    page_qrels: dict[str, dict[str, int]] = field(default_factory=dict)  # page judgments of a document suite
 
     @property
     def name(self) -> str:
@@ -243,7 +247,9 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
     )
     qrels_path = corpus / "qrels" / "test.tsv" if ds.format == "beir" and ds.qrels == "qrels.tsv" else folder / ds.qrels
     qrels = load_qrels(qrels_path)
+    page_qrels: dict[str, dict[str, int]] = {}
     if ds.format == "pdf-qrels" and ds.judge == "document":
+        qrels, page_qrels = split_page_judgments(qrels)
         qrels = expand_document_patterns(qrels, [p.name for p in list_documents(corpus, ds.include)], spec.name)
     suite = Suite(
         spec=spec,
@@ -253,6 +259,7 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         queries=load_queries(queries_path),
         qrels=qrels,
         qa=load_qa(folder / ds.qa) if ds.qa else [],
+        page_qrels=page_qrels,
     )
     check_suite(suite)
     return suite
@@ -303,6 +310,28 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
         except ValueError as exc:
             raise InvalidInput(f"{path}:{number}: relevance must be an integer, got {grade!r}") from exc
     return qrels
+
+
+_PAGE_KEY = re.compile(r"(?P<name>[^*?\[\]]+)#(?P<page>\d+)")
+
+
+Judgments = dict[str, dict[str, int]]  # query id -> document or page key -> grade
+
+
+def split_page_judgments(qrels: Judgments) -> tuple[Judgments, Judgments]:
+    """A document suite's judgments as (document judgments, page judgments): a key ``name.pdf#12`` judges
+    that page, and its document at the same grade (a document judged several ways keeps its highest)."""
+    documents: dict[str, dict[str, int]] = {}
+    pages: dict[str, dict[str, int]] = {}
+    for qid, judged in qrels.items():
+        docs = documents.setdefault(qid, {})
+        for key, grade in judged.items():
+            m = _PAGE_KEY.fullmatch(key)
+            name = m["name"] if m else key
+            if m:
+                pages.setdefault(qid, {})[key] = grade
+            docs[name] = max(grade, docs.get(name, grade))
+    return documents, pages
 
 
 def expand_document_patterns(qrels: dict[str, dict[str, int]], names: list[str],
@@ -357,11 +386,11 @@ def check_suite(suite: Suite) -> None:
     pages = page_counts(list_documents(suite.corpus_dir, suite.spec.dataset.include))
     keys = [doc for judged in suite.qrels.values() for doc in judged] + [e for qa in suite.qa for e in qa.evidence]
     if suite.spec.dataset.judge == "document":
-        keys = [k.rpartition("#")[0] if "#" in k else k for k in keys]
-        missing = sorted({k for k in keys if k not in pages})
+        names = [k.rpartition("#")[0] if "#" in k else k for k in keys]
+        missing = sorted({k for k in names if k not in pages})
         if missing:
             raise InvalidInput(f"suite {suite.name}: judged documents {missing[:5]} are not in {suite.corpus_dir}")
-        return
+        keys = [key for judged in suite.page_qrels.values() for key in judged]  # pages named in a document suite
     for key in keys:
         name, _, page = key.rpartition("#")
         if name not in pages or not page.isdigit() or not 1 <= int(page) <= pages[name]:

@@ -1,7 +1,13 @@
-"""Split a page's words into overlapping windows (the units of the dense text space)."""
+"""Split a page's words into overlapping windows (the units of the dense text space), and the
+header lines a window may be embedded with (its document's label, its page's section path)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mmrag.ingest.doc_evidence import spoken_period
+from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.ids import sha256_hex
 from mmrag.types import Chunk, Page
 
@@ -31,3 +37,26 @@ def chunk_page(page: Page, size: int, overlap: int) -> list[Chunk]:
             boxes=[w.bbox for w in words],
         ))
     return chunks
+
+
+def document_label(metadata: Mapping[str, Any], filename: str) -> str:
+    """A document's short label from its facts (``metadata["doc"]``, set at ingestion): title · main
+    entity · main period (``Form 10-Q · Apple Inc. · June 25, 2022``); the file name when it has no title."""
+    raw = metadata.get("doc")
+    facts = DocumentFacts.from_dict(raw if isinstance(raw, dict) else None)
+    parts = [facts.title or filename, facts.entities[0] if facts.entities else "",
+             spoken_period(facts.periods[0]) if facts.periods else ""]
+    kept: list[str] = []
+    for part in (" ".join(p.split()) for p in parts):
+        if part and not any(_letters(part) in _letters(k) for k in kept):  # "Apple Inc" after "Apple Inc."
+            kept.append(part)
+    return " · ".join(kept)
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def embedded_text(text: str, headers: Sequence[str]) -> str:
+    """What the dense text space embeds of a chunk: its header lines, then its text."""
+    return "\n".join([*headers, text]) if headers else text

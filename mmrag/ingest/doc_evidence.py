@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.page_context import largest_text
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")
@@ -214,23 +215,6 @@ def evidence_text(facts: DocumentFacts, filename: str, *, periods: int = 4) -> s
     return ". ".join(seen)
 
 
-def largest_text(page: Any) -> str | None:
-    """The words set in the largest font on a PyMuPDF page (a title, usually), at most 20 words."""
-    spans = [(round(span["size"], 1), span["text"].strip()) for block in page.get_text("dict")["blocks"]
-             for line in block.get("lines", []) for span in line["spans"] if span["text"].strip()]
-    lettered = [(size, text) for size, text in spans if sum(ch.isalpha() for ch in text) >= 3]
-    if not lettered:
-        return None
-    chars: Counter[float] = Counter()
-    for size, text in lettered:
-        chars[size] += len(text)
-    top = max(size for size, _ in lettered)
-    if top < 1.15 * chars.most_common(1)[0][0]:
-        return None  # no type larger than the body text
-    words = " ".join(text for size, text in lettered if size == top).split()
-    return " ".join(words[:20]) if len(words) >= 2 or len(words[0]) >= 4 else None
-
-
 def complete_facts(facts: DocumentFacts, filename: str, pdf: bytes | Path | None, *,
                    first_pages: int = 2) -> DocumentFacts:
     """:func:`document_facts` for an upload: ``pdf`` is the PDF its pages render from (the upload
@@ -249,6 +233,34 @@ def complete_facts(facts: DocumentFacts, filename: str, pdf: bytes | Path | None
         if not meaningful_title(facts.title) and not meaningful_title(meta.get("title")) and doc.page_count:
             facts.title = largest_text(doc[0])
         return document_facts(filename, texts, meta, base=facts)
+
+
+def series_key(facts: DocumentFacts, filename: str) -> str:
+    """What a document is one instance of, its dates, periods and versions left out: its main entity and
+    label (``apple inc|form 10-q``), else its title or file name without them (``employee handbook``;
+    a label alone is too broad). The documents of one series differ only in when (or which version)."""
+    if facts.entities:
+        return "|".join(x[0].lower() if x else "" for x in (facts.entities, facts.labels))
+    name = facts.title or name_tokens(filename)
+    for pattern in (_DATE_MDY, _DATE_DMY, _DATE_ISO, _QUARTER, _QUARTER_WORDS, _FISCAL_YEAR, _VERSION):
+        name = pattern.sub(" ", name)
+    return " ".join(re.sub(r"[\W\d_]+", " ", name.lower()).split())
+
+
+def latest_of_series(documents: Iterable[tuple[str, str, DocumentFacts]]) -> list[str]:
+    """Ids of the newest dated document of every series with at least two dated documents (the
+    ``(id, filename, facts)`` of a corpus): what "the latest report / version" can mean. A series of one
+    document has no "latest" to choose; ties on the newest date keep every tied document."""
+    series: dict[str, list[tuple[str, str]]] = {}
+    for doc_id, filename, facts in documents:
+        if facts.date:
+            series.setdefault(series_key(facts, filename), []).append((facts.date, doc_id))
+    out = []
+    for dated in series.values():
+        if len(dated) >= 2:
+            newest = max(date for date, _ in dated)
+            out += sorted(doc_id for date, doc_id in dated if date == newest)
+    return sorted(out)
 
 
 def query_periods(text: str) -> list[str]:

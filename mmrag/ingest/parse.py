@@ -14,6 +14,7 @@ from mmrag.ingest import pdf
 from mmrag.ingest.ids import document_id, page_id
 from mmrag.ingest.images import decode_image, encode_png
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
+from mmrag.ingest.page_context import section_paths
 from mmrag.ingest.sniff import BY_MEDIA_TYPE, KINDS, sniff_kind
 from mmrag.types import Document, Page, TextSource, Word
 
@@ -54,17 +55,24 @@ def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) ->
 
 
 def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None) -> list[Page]:
-    """Pages ``first..last`` (1-based, inclusive; default all): render, text layer, OCR when unusable."""
+    """Pages ``first..last`` (1-based, inclusive; default all): render, text layer, OCR when unusable;
+    each with its context (section path, the header of a table it continues: :mod:`mmrag.ingest.page_context`)."""
     doc = pdf.open_pdf(data, config)
     try:
         pages = []
+        t0 = time.perf_counter()
+        sections = section_paths(doc, first, last or doc.page_count)
+        sections_s = time.perf_counter() - t0
         for rendered in pdf.render_pages(doc, config, first, last):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
             if not _usable(words, config.min_text_chars) and config.ocr:
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)
                 words, rotation = _ocr(hi_res, config, rendered.timings)
                 source, image = TextSource.OCR, upright(image, rotation)
-            pages.append(_page(doc_id, rendered.number, image, words, source, rendered.timings))
+            page = _page(doc_id, rendered.number, image, words, source, rendered.timings)
+            page.context, page.table_header = sections.get(rendered.number, []), rendered.continued
+            page.timings["sections"] = sections_s / len(sections) if sections else 0.0
+            pages.append(page)
         return pages
     finally:
         doc.close()

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymupdf
 from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
-from mmrag.ingest.tables import words_with_tables
+from mmrag.ingest.tables import read_tables
 from mmrag.types import Word
 
 
@@ -22,6 +22,8 @@ class RenderedPage:
     image: Image.Image  # RGB render of the page as displayed (rotation applied)
     words: list[Word]  # text layer, boxes normalised to the rendered image
     timings: dict[str, float]
+    table_labels: list[str] | None = None  # column labels of its last table, if it runs to the page's foot
+    continued: list[str] = field(default_factory=list)  # labels its first table took from the previous page
 
 
 def open_pdf(data: bytes, config: IngestConfig) -> pymupdf.Document:
@@ -69,28 +71,45 @@ def page_words(page: pymupdf.Page) -> list[Word]:
     return words
 
 
-def render_page(doc: pymupdf.Document, number: int, config: IngestConfig) -> RenderedPage:
-    """Page ``number`` (1-based); a page that cannot be rendered makes the document corrupt."""
+def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
+                inherited: list[str] | None = None) -> RenderedPage:
+    """Page ``number`` (1-based); a page that cannot be rendered makes the document corrupt.
+    ``inherited``: the previous page's :attr:`RenderedPage.table_labels` (a table it continues)."""
     t0 = time.perf_counter()
     try:
         page = doc.load_page(number - 1)
         words = page_words(page)
-        if config.tables:
-            words = words_with_tables(page, words)
+        tables = read_tables(page, words, inherited) if config.tables else None
+        words = tables.words if tables else words
         t1 = time.perf_counter()
         zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
         image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     except Exception as exc:
         raise CorruptDocument(f"page {number} of the PDF cannot be rendered ({exc})") from exc
-    return RenderedPage(number, image, words, {"text_layer": t1 - t0, "render": time.perf_counter() - t1})
+    return RenderedPage(number, image, words, {"text_layer": t1 - t0, "render": time.perf_counter() - t1},
+                        tables.last_labels if tables else None, tables.continued if tables else [])
+
+
+def table_labels_before(doc: pymupdf.Document, first: int, config: IngestConfig) -> list[str] | None:
+    """The column labels a table at the top of page ``first`` may continue: those of page ``first - 1``'s
+    last table (one extra table search for a batch starting mid-document; that table's own labels, as it
+    is not known what page ``first - 2`` held)."""
+    if first <= 1 or not config.tables:
+        return None
+    page = doc.load_page(first - 2)
+    return read_tables(page, page_words(page)).last_labels
 
 
 def render_pages(doc: pymupdf.Document, config: IngestConfig, first: int = 1,
                  last: int | None = None) -> Iterator[RenderedPage]:
-    """Pages ``first..last`` (1-based, inclusive; default: all)."""
+    """Pages ``first..last`` (1-based, inclusive; default: all); each page's tables may continue the
+    previous page's last table."""
+    labels = table_labels_before(doc, first, config)
     for number in range(first, (last or doc.page_count) + 1):
-        yield render_page(doc, number, config)
+        rendered = render_page(doc, number, config, labels)
+        labels = rendered.table_labels
+        yield rendered
 
 
 def render_for_ocr(doc: pymupdf.Document, number: int, config: IngestConfig) -> Image.Image:

@@ -12,6 +12,11 @@ label::
 The words of a row keep the boxes of their cells, so a hit highlights the cells. The table's
 original words are replaced by its rows, at the place of the table's first word. Pages without
 vector drawings cannot have a "lines" table and are skipped at no cost.
+
+A table continued over a page break often does not repeat its header: a page's first table at the
+top of the page, with neither a header row nor labels above it, takes the column labels of the
+previous page's last table (when that one runs to the foot of its page and has as many columns), so
+its values still carry their column labels (:func:`read_tables`, ``inherited``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ _JOIN_PREV = {"%", ")", "%)"}
 _ABOVE_PT = 48.0  # how far above a table its column labels are looked for
 _PHRASE_GAP_PT = 6.0  # words closer than this on a line form one phrase
 _LABEL_WORDS = 8  # a longer phrase above a table is a note, not a column label
+_EDGE_WORDS = 15  # words between a table and the page's top / foot that leave it "at the edge" (header, footer)
 
 
 @dataclass(slots=True)
@@ -125,18 +131,30 @@ def _is_header(row: list[_Cell | None]) -> bool:
     return bool(values) and not any(_NUMERIC.match(v) for v in values)
 
 
-def table_rows(table: pymupdf.table.Table, raw: list[tuple[float, float, float, float, str]]) -> list[list[_Cell]]:
-    """The table's data rows: each a list of cells whose text carries its column label."""
+@dataclass(slots=True)
+class TableRows:
+    rows: list[list[_Cell]]  # data rows: each a list of cells whose text carries its column label
+    labels: list[str]  # column labels (its own, or inherited from the table it continues)
+    inherited: bool  # the labels came from the previous page's table (no header of its own)
+
+
+def table_rows(table: pymupdf.table.Table, raw: list[tuple[float, float, float, float, str]],
+               inherited: list[str] | None = None) -> TableRows:
+    """The table's data rows. A table with neither a header row nor labels above it takes ``inherited``
+    (the column labels of the table it continues) when the column counts agree."""
     grid = [r for r in _grid(table, raw) if any(r)]
     if not grid:
-        return []
+        return TableRows([], [], False)
     cols = _columns(table)
+    took = False
     if _is_header(grid[0]):
         labels = [c.text if c is not None else "" for c in grid[0]]
         header_boxes = [c.box if c is not None else None for c in grid[0]]
         grid = grid[1:]
     else:
         labels, header_boxes = _labels_above(table, raw, cols), [None] * len(cols)
+        if not any(labels) and inherited and any(inherited[1:]) and len(inherited) == len(cols):
+            labels, took = list(inherited), True
     rows = []
     for r in grid:
         out = []
@@ -147,7 +165,7 @@ def table_rows(table: pymupdf.table.Table, raw: list[tuple[float, float, float, 
                 out.append(_Cell(f"{label}:", box))  # type: ignore[arg-type]
             out.append(cell)
         rows.append(out)
-    return rows
+    return TableRows(rows, labels, took)
 
 
 def _row_words(row: list[_Cell], norm: pymupdf.Matrix, size: tuple[float, float]) -> list[Word]:
@@ -165,32 +183,64 @@ def _row_words(row: list[_Cell], norm: pymupdf.Matrix, size: tuple[float, float]
     return words
 
 
-def words_with_tables(page: pymupdf.Page, words: list[Word]) -> list[Word]:
+@dataclass(slots=True)
+class PageTables:
+    """A page's words with its tables as rows, and the header a next page may continue."""
+
+    words: list[Word]
+    last_labels: list[str] | None  # column labels of the page's last table when it runs to the page's foot
+    continued: list[str]  # labels the page's first table took from the previous page's last table ([]: none)
+
+
+def _words_beyond(raw: list[tuple[float, float, float, float, str]], bbox: Box, above: bool) -> int:
+    """Words above the table's top (``above``) or below its bottom."""
+    if above:
+        return sum(1 for w in raw if (w[1] + w[3]) / 2 < bbox[1])
+    return sum(1 for w in raw if (w[1] + w[3]) / 2 > bbox[3])
+
+
+def read_tables(page: pymupdf.Page, words: list[Word], inherited: list[str] | None = None) -> PageTables:
     """``words`` (the page's text layer, in reading order) with every table's words replaced by its
     rows. ``words`` must be :func:`mmrag.ingest.pdf.page_words` of ``page`` (same order and count as
-    ``get_text("words", sort=True)``)."""
+    ``get_text("words", sort=True)``). ``inherited``: the column labels of the previous page's last table
+    (:attr:`PageTables.last_labels`); a first table at the top of this page without a header of its own
+    continues it. "At the top" / "at the foot": at most :data:`_EDGE_WORDS` words (a running header or
+    footer) between the table and the page's edge."""
     if not page.get_cdrawings():
-        return words
-    tables = page.find_tables().tables
+        return PageTables(words, None, [])
+    tables = sorted(page.find_tables().tables, key=lambda t: t.bbox[1])
     if not tables:
-        return words
+        return PageTables(words, None, [])
     raw = [(w[0], w[1], w[2], w[3], w[4]) for w in page.get_text("words", sort=True)]
     if len(raw) != len(words):
-        return words
+        return PageTables(words, None, [])
     size = (page.rect.width, page.rect.height)
     replaced: dict[int, list[Word]] = {}
     dropped: set[int] = set()
-    for table in tables:
-        members = [i for i, w in enumerate(raw) if _inside(w[:4], tuple(table.bbox))]
-        rows = table_rows(table, raw)
-        if not members or not rows:
+    continued: list[str] = []
+    last: TableRows | None = None
+    for i, table in enumerate(tables):
+        last = None
+        at_top = i == 0 and _words_beyond(raw, tuple(table.bbox), above=True) <= _EDGE_WORDS
+        members = [k for k, w in enumerate(raw) if _inside(w[:4], tuple(table.bbox))]
+        found = table_rows(table, raw, inherited if at_top else None)
+        if not members or not found.rows:
             continue
+        continued = found.labels if found.inherited else continued
+        last = found
         dropped.update(members)
-        replaced[members[0]] = [w for row in rows for w in _row_words(row, page.rotation_matrix, size)]
+        replaced[members[0]] = [w for row in found.rows for w in _row_words(row, page.rotation_matrix, size)]
+    at_foot = last is not None and _words_beyond(raw, tuple(tables[-1].bbox), above=False) <= _EDGE_WORDS
     out: list[Word] = []
-    for i, w in enumerate(words):
-        if i in replaced:
-            out.extend(replaced[i])
-        if i not in dropped:
+    for k, w in enumerate(words):
+        if k in replaced:
+            out.extend(replaced[k])
+        if k not in dropped:
             out.append(w)
-    return out
+    return PageTables(out, last.labels if at_foot and last is not None and any(last.labels[1:]) else None,
+                      continued)
+
+
+def words_with_tables(page: pymupdf.Page, words: list[Word], inherited: list[str] | None = None) -> list[Word]:
+    """:func:`read_tables`' words."""
+    return read_tables(page, words, inherited).words

@@ -11,28 +11,31 @@ from typing import Any
 
 from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.imaging import decode_image
-from mmrag.ingest.chunking import chunk_page
+from mmrag.ingest.chunking import chunk_page, document_label
 from mmrag.ingest.doc_evidence import metadata_evidence
 from mmrag.ingest.ids import point_id
+from mmrag.ingest.page_context import section_line
 from mmrag.spaces.base import PageInput, Space
 from mmrag.store.base import PointRecord, VectorValue
 from mmrag.types import Document
 
 
-def page_payload(doc: Document, number: int, page_id: str) -> dict[str, Any]:
-    """The store payload of a page: what filters and evidence read back."""
+def page_payload(doc: Document, number: int, page_id: str, section: list[str] | None = None) -> dict[str, Any]:
+    """The store payload of a page: what filters and evidence read back (``section``: its section path)."""
     kind = "image" if doc.media_type.startswith("image/") else "page"  # a converted DOCX, HTML... has pages
     return {"document_id": doc.id, "filename": doc.filename, "page": number, "page_id": page_id,
-            "kind": kind, "media_type": doc.media_type, "meta": doc.metadata}
+            "kind": kind, "media_type": doc.media_type, "meta": doc.metadata, "section": list(section or [])}
 
 
 def page_inputs(doc: Document, spaces: list[Space], config: IngestConfig) -> list[PageInput]:
-    """What the spaces embed per page: its text chunks and, if a space needs it, its image."""
+    """What the spaces embed per page: its text chunks, its section path, its document's label and
+    evidence text and, if a space needs it, its image."""
     chunks = [chunk_page(p, config.chunk_words, config.chunk_overlap) for p in doc.pages]
     with_images = any(s.needs_image for s in spaces)
     evidence = metadata_evidence(doc.metadata, doc.filename) if any(s.document_level for s in spaces) else ""
+    label = document_label(doc.metadata, doc.filename)
     return [PageInput(p, c, decode_image(p.image_png, max_pixels=config.max_image_pixels, what=f"page {p.number}")
-                      if with_images and p.image_png else None, evidence)
+                      if with_images and p.image_png else None, evidence, section_line(p.context), label)
             for p, c in zip(doc.pages, chunks, strict=True)]
 
 
@@ -48,5 +51,5 @@ def embed_pages(doc: Document, spaces: dict[str, Space], space_names: list[str],
         for i, v in enumerate(space.page_vectors(inputs)):
             vectors[i].update(v)
         doc.timings[f"embed_{space.name}"] = time.perf_counter() - t0
-    return [PointRecord(id=point_id(p.id), vectors=vectors[i], payload=page_payload(doc, p.number, p.id))
+    return [PointRecord(id=point_id(p.id), vectors=vectors[i], payload=page_payload(doc, p.number, p.id, p.context))
             for i, p in enumerate(doc.pages)]

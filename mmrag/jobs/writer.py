@@ -29,6 +29,7 @@ from mmrag.ingest.mail import email_attachments
 from mmrag.ingest.parse import sniff_media_type
 from mmrag.ingest.sniff import ACCEPTED
 from mmrag.ingest.source import inspect_upload
+from mmrag.jobs import bm25_stats
 from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import batch_document, kept_source
@@ -78,7 +79,7 @@ class JobWriter:
     # creation ----------------------------------------------------------------------
     def submit(self, corpus: str, uploads: list[Upload]) -> tuple[str, list[Work]]:
         """Spool the bytes, record the job; returns its id and the first work (a plan per new file)."""
-        corpus_config = self.catalog.corpus_config(corpus)
+        corpus_config = bm25_stats.indexing_config(self.catalog, corpus, self.catalog.corpus_config(corpus))
         spaces = corpus_config.spaces
         job_id = self.jobs.new_id()
         files = []
@@ -139,6 +140,7 @@ class JobWriter:
         self.catalog.document(corpus, doc_id)
         self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
         self.catalog.delete_document(corpus, doc_id)
+        bm25_stats.maybe_reweight(self.catalog, self.store, corpus)
 
     def _drop_points(self, corpus: str, doc_id: str) -> None:
         """Remove vectors of a document that never made it into the catalog (no orphans)."""
@@ -156,6 +158,7 @@ class JobWriter:
         doc = Document(id=f.document_id, filename=f.filename, media_type=batches[0].media_type,
                        size_bytes=f.size_bytes, metadata=m.metadata,
                        pages=[replace(p, image_png=None) for b in batches for p in b.pages])
+        bm25_stats.record_document(self.catalog, job.corpus, doc, m.corpus_config)
         self.catalog.add_document(job.corpus, doc)  # the document row last: a listed document is complete
         self.jobs.set_file_state(job_id, file, FileState.DONE)
         self.spool.drop_file(job_id, file)
@@ -167,6 +170,9 @@ class JobWriter:
             return
         all_failed = bool(job.files) and all(f.state == FileState.FAILED for f in job.files)
         if not all_failed and self.catalog.has_corpus(job.corpus):
+            reweighted = bm25_stats.maybe_reweight(self.catalog, self.store, job.corpus)  # its average moved
+            if reweighted is not None:  # the job's timings reach the metrics (mmrag_stage_seconds)
+                self.jobs.add_timings(job_id, {"bm25_reweight": reweighted.seconds})
             self.store.optimize(job.corpus)  # indexes and quantised prefetch vectors of the new points
         self.jobs.finish(job_id, JobState.FAILED if all_failed else JobState.DONE)
         self._cleanup(job)

@@ -3,7 +3,7 @@
 Shape of the plan (one Qdrant query on either engine)::
 
     rerank by colpali MaxSim (limit top_k)           <- only when colpali is used
-      └── formula: page * (1 + w * document + boosts)     <- only with the document space
+      └── formula: page * (1 + w * document) * boosts     <- only with the document space
             ├── fusion: DBSF, or weighted RRF (limit prefetch)  <- only with >= 2 stages
             │     ├── text     dense chunks MaxSim (limit prefetch)
             │     ├── bm25     sparse IDF          (limit prefetch)
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from mmrag.errors import InvalidInput
 from mmrag.ingest.doc_evidence import query_periods
 from mmrag.spaces.base import QueryInput, Space
-from mmrag.store.base import FilterSpec, QueryNode, Recency, ScoreFormula
+from mmrag.store.base import FilterSpec, QueryNode, ScoreFormula
 from mmrag.types import SearchRequest
 
 
@@ -40,9 +40,10 @@ class PlanOptions:
     document_weight: float = 0.0  # weight of the document stage's score (0: no document stage)
     period_boost: float = 0.0  # added to the prior when the query names one of the page's document periods
     document_candidates: int = 1000  # pages the document stage scores (the best-matching documents' pages)
-    recency_boost: float = 0.0  # added to the prior of the newest documents when the query asks for the latest
-    recency_scale_days: float = 90.0  # half the recency boost this many days before the newest document
-    newest: str | None = None  # ISO date of the corpus's newest document (None: no recency boost)
+    entity_boost: float = 0.0  # boost of pages whose document's main entity the query names
+    entities: tuple[str, ...] = ()  # the entities the query names (retrieve.documents.CorpusDocuments)
+    recency_boost: float = 0.0  # boost of each series' latest document when the query asks for the latest
+    latest: tuple[str, ...] = ()  # ids of each series' newest document (doc_evidence.latest_of_series)
 
 
 def request_filter(request: SearchRequest) -> FilterSpec | None:
@@ -78,8 +79,10 @@ def prefetch_stages(spaces: Mapping[str, Space], names: list[str], query: QueryI
 
 def with_document_stage(spaces: Mapping[str, Space], names: list[str], query: QueryInput, page: QueryNode,
                         options: PlanOptions, flt: FilterSpec | None) -> QueryNode:
-    """``page`` with its documents' match as a prior (formula ``page * (1 + w * document + b * [the query
-    names one of the document's periods]``); ``page`` itself without a document space."""
+    """``page`` with its documents' match as a prior, times soft boosts (formula ``page * (1 + w * document)
+    * (1 + e * [the query names the document's entity]) * (1 + b * [... one of its periods]) * (1 + r *
+    [the query asks for the latest and the document is the newest of its series])``); ``page`` itself
+    without a document space. Boosts never filter: a page without them keeps its score."""
     space = next((spaces[n] for n in names if spaces[n].document_level), None)
     if space is None or options.document_weight <= 0 or not query.text:
         return page
@@ -87,13 +90,15 @@ def with_document_stage(spaces: Mapping[str, Space], names: list[str], query: Qu
     if document is None:
         return page
     periods = query_periods(query.text)
-    boosts = ((options.period_boost, FilterSpec(match={"meta.doc.periods": periods})),) \
-        if periods and options.period_boost > 0 else ()
-    recency = None
-    if options.newest and options.recency_boost > 0 and wants_recency(query.text):
-        recency = Recency(options.recency_boost, "meta.doc.date", options.newest, options.recency_scale_days)
+    boosts: list[tuple[float, FilterSpec]] = []
+    if options.entities and options.entity_boost > 0:
+        boosts.append((options.entity_boost, FilterSpec(match={"meta.doc.entities": list(options.entities)})))
+    if periods and options.period_boost > 0:
+        boosts.append((options.period_boost, FilterSpec(match={"meta.doc.periods": periods})))
+    if options.latest and options.recency_boost > 0 and wants_recency(query.text):
+        boosts.append((options.recency_boost, FilterSpec(match={"document_id": list(options.latest)})))
     return QueryNode(limit=options.prefetch_limit, prefetch=[page, document],
-                     formula=ScoreFormula((options.document_weight,), boosts, recency))
+                     formula=ScoreFormula((options.document_weight,), tuple(boosts)))
 
 
 RECENCY = re.compile(r"\b(?:latest|newest|most recent|up-to-date|(?:last|current) (?:quarter|year|month|period|"

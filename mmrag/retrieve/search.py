@@ -17,6 +17,7 @@ from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
 from mmrag.errors import InvalidInput
 from mmrag.ingest.images import decode_image
+from mmrag.retrieve.documents import DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable, wants_recency
 from mmrag.retrieve.snippets import snippet
@@ -35,6 +36,7 @@ class Retriever:
                  config: RetrieveConfig, ingest: IngestConfig) -> None:
         self.catalog, self.store, self.spaces, self.config, self.ingest = catalog, store, spaces, config, ingest
         self._configured: dict[str, dict[str, Space]] = {}  # corpus config JSON -> spaces with its options
+        self.documents = DocumentsCache(catalog)
 
     def corpus_spaces(self, corpus_config: CorpusConfig) -> dict[str, Space]:
         key = corpus_config.model_dump_json()
@@ -94,19 +96,22 @@ class Retriever:
                                                        what="query image")
         return QueryInput(text=request.query.strip(), image=image)
 
-    def options(self, request: SearchRequest, newest: str | None = None) -> PlanOptions:
-        """Plan options of ``request``; ``newest``: the corpus's newest document date (recency boosts)."""
+    def options(self, request: SearchRequest, entities: tuple[str, ...] = (),
+                latest: tuple[str, ...] = ()) -> PlanOptions:
+        """Plan options of ``request``; ``entities``: those the query names; ``latest``: each series'
+        newest document, when the query asks for the latest (boosts of the document stage)."""
         c = self.config
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
                            rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
                            fusion=request.fusion or ("rrf" if request.weights else c.fusion),
                            document_weight=c.document_weight if c.document_stage else 0.0,
                            period_boost=c.period_boost, document_candidates=c.document_candidates,
-                           recency_boost=c.recency_boost, recency_scale_days=c.recency_scale_days, newest=newest)
+                           entity_boost=c.entity_boost, entities=entities,
+                           recency_boost=c.recency_boost, latest=latest)
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
-             request: SearchRequest, newest: str | None = None) -> QueryNode:
-        return build_plan(spaces, names, query, self.options(request, newest), request_filter(request))
+             request: SearchRequest, entities: tuple[str, ...] = (), latest: tuple[str, ...] = ()) -> QueryNode:
+        return build_plan(spaces, names, query, self.options(request, entities, latest), request_filter(request))
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         t0 = time.perf_counter()
@@ -114,8 +119,13 @@ class Retriever:
         names = self.validate(corpus_config, request)
         spaces = self.corpus_spaces(corpus_config)
         query = self._query_input(corpus, request)
-        newest = self.catalog.newest_document_date(corpus) if wants_recency(query.text) else None
-        node = self.plan(spaces, query, names, request, newest)
+        entities: tuple[str, ...] = ()
+        latest: tuple[str, ...] = ()
+        if any(spaces[n].document_level for n in names) and query.text:
+            documents = self.documents.get(corpus)
+            entities = documents.named_entities(query.text)
+            latest = documents.latest if wants_recency(query.text) else ()
+        node = self.plan(spaces, query, names, request, entities, latest)
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
         node.limit += TIE_MARGIN
@@ -140,7 +150,7 @@ class Retriever:
             out.append(Evidence(
                 kind=EvidenceKind(p.get("kind", "page")), corpus=corpus, document_id=p["document_id"],
                 filename=p["filename"], page_id=p["page_id"], page=int(p["page"]), score=hit.score,
-                snippet=text, boxes=boxes, metadata=dict(p.get("meta") or {}),
+                snippet=text, boxes=boxes, metadata=dict(p.get("meta") or {}), section=list(p.get("section") or []),
             ))
         return out
 

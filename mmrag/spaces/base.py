@@ -21,6 +21,8 @@ class PageInput:
     chunks: list[Chunk]
     image: Image.Image | None = None  # decoded render (visual spaces)
     evidence: str = ""  # the document's evidence text (mmrag.ingest.doc_evidence.evidence_text); document space
+    context: str = ""  # the page's section path as one line (mmrag.ingest.page_context.section_line)
+    label: str = ""  # the document's short label: title · entity · period (mmrag.ingest.chunking.document_label)
 
 
 @dataclass(slots=True)

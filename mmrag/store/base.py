@@ -71,7 +71,7 @@ class FilterSpec:
 class ScoreFormula:
     """Qdrant's formula query (score boosting) as a prior on the first prefetch's score::
 
-        score = $score[0] * (1 + sum(priors[i] * $score[i + 1]) + sum(boost for each condition that holds))
+        score = $score[0] * (1 + sum(priors[i] * $score[i + 1])) * product(1 + boost for each condition that holds)
 
     over the points of the node's prefetches; a point missing from a prefetch counts 0 there, so only
     points the first prefetch found can score above 0. Conditions are payload filters (e.g. the page's
@@ -79,21 +79,6 @@ class ScoreFormula:
 
     priors: tuple[float, ...]  # one per prefetch after the first
     boosts: tuple[tuple[float, FilterSpec], ...] = ()  # (relative boost, condition)
-    recency: Recency | None = None  # a boost that decays with a payload date's distance from a target date
-
-
-EPOCH = "1970-01-01T00:00:00Z"  # the date of points without one in a recency boost (it decays to ~0)
-
-
-@dataclass(frozen=True, slots=True)
-class Recency:
-    """``weight * exp_decay(date at payload key, target, scale)``: ``weight`` at ``target``, half of it
-    ``scale_days`` away (points without the key count as the epoch, i.e. ~0)."""
-
-    weight: float
-    key: str  # payload key of an ISO date, e.g. meta.doc.date
-    target: str  # ISO date
-    scale_days: float
 
 
 @dataclass(slots=True)
@@ -138,13 +123,19 @@ class VectorStore(abc.ABC):
     def delete(self, name: str, flt: FilterSpec) -> None: ...
 
     @abc.abstractmethod
+    def update_vectors(self, name: str, vectors: dict[str, dict[str, VectorValue]]) -> None:
+        """Replace the named vectors given per point id (``{id: {"bm25": ...}}``) of existing points; their
+        other vectors and payload stay as they are."""
+
+    @abc.abstractmethod
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]: ...
 
     @abc.abstractmethod
     def count(self, name: str, flt: FilterSpec | None = None) -> int: ...
 
     @abc.abstractmethod
-    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000) -> list[Hit]: ...
+    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000,
+               with_vectors: list[str] | None = None) -> list[Hit]: ...
 
     def optimize(self, name: str) -> None:  # noqa: B027  (optional hook)
         """Build indexes and quantised copies now (engines that defer them); a no-op by default."""

@@ -14,7 +14,6 @@ from qdrant_client import QdrantClient, models
 
 from mmrag.errors import NotFound, Unavailable
 from mmrag.store.base import (
-    EPOCH,
     CollectionSpec,
     FilterSpec,
     Hit,
@@ -66,19 +65,13 @@ def client_filter(flt: FilterSpec | None) -> models.Filter | None:
 def client_formula(formula: ScoreFormula) -> models.FormulaQuery:
     prior: list[Any] = [1.0] + [models.MultExpression(mult=[w, f"$score[{i + 1}]"])
                                 for i, w in enumerate(formula.priors)]
+    factors: list[Any] = ["$score[0]", models.SumExpression(sum=prior)]
     for boost, flt in formula.boosts:
         condition = client_filter(flt)
         if condition is not None:
-            prior.append(models.MultExpression(mult=[boost, condition]))
+            factors.append(models.SumExpression(sum=[1.0, models.MultExpression(mult=[boost, condition])]))
     defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(formula.priors) + 1)}
-    if (r := formula.recency) is not None:
-        decay = models.ExpDecayExpression(exp_decay=models.DecayParamsExpression(
-            x=models.DatetimeKeyExpression(datetime_key=r.key), target=models.DatetimeExpression(datetime=r.target),
-            scale=r.scale_days * 86400.0, midpoint=0.5))
-        prior.append(models.MultExpression(mult=[r.weight, decay]))
-        defaults[r.key] = EPOCH
-    return models.FormulaQuery(formula=models.MultExpression(mult=["$score[0]", models.SumExpression(sum=prior)]),
-                               defaults=defaults)
+    return models.FormulaQuery(formula=models.MultExpression(mult=factors), defaults=defaults)
 
 
 def _scoring(node: QueryNode) -> Any:
@@ -172,6 +165,14 @@ class QdrantClientStore(VectorStore):
         with self._lock:
             self.client.delete(self._require(name), points_selector=models.FilterSelector(filter=f), wait=True)
 
+    def update_vectors(self, name: str, vectors: dict[str, dict[str, VectorValue]]) -> None:
+        if not vectors:
+            return
+        points = [models.PointVectors(id=pid, vector={k: _vec(v) for k, v in named.items()})
+                  for pid, named in vectors.items()]
+        with self._lock:
+            self.client.update_vectors(self._require(name), points=points, wait=True)
+
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]:
         with self._lock:
             response = self.client.query_points(
@@ -186,10 +187,11 @@ class QdrantClientStore(VectorStore):
         with self._lock:
             return int(self.client.count(self._require(name), count_filter=client_filter(flt), exact=True).count)
 
-    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000) -> list[Hit]:
+    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000,
+               with_vectors: list[str] | None = None) -> list[Hit]:
         with self._lock:
             records, _ = self.client.scroll(self._require(name), scroll_filter=client_filter(flt), limit=limit,
-                                            with_payload=True)
+                                            with_payload=True, with_vectors=with_vectors or False)
         return [_hit(r) for r in records]
 
     def close(self) -> None:

@@ -16,7 +16,6 @@ import qdrant_edge as qe
 
 from mmrag.errors import NotFound
 from mmrag.store.base import (
-    EPOCH,
     CollectionSpec,
     FilterSpec,
     Hit,
@@ -79,17 +78,13 @@ def edge_formula(formula: ScoreFormula) -> qe.Formula:
     E = qe.Expression
     prior = [E.Constant(1.0)] + [E.Mult([E.Constant(w), E.Variable(f"$score[{i + 1}]")])
                                  for i, w in enumerate(formula.priors)]
+    factors = [E.Variable("$score[0]"), E.Sum(prior)]
     for boost, flt in formula.boosts:
         condition = edge_filter(flt)
         if condition is not None:
-            prior.append(E.Mult([E.Constant(boost), E.Condition(condition)]))
+            factors.append(E.Sum([E.Constant(1.0), E.Mult([E.Constant(boost), E.Condition(condition)])]))
     defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(formula.priors) + 1)}
-    if (r := formula.recency) is not None:
-        decay = E.Decay(qe.DecayKind.Exp, E.DatetimeKey(r.key), target=E.Datetime(r.target), midpoint=0.5,
-                        scale=r.scale_days * 86400.0)
-        prior.append(E.Mult([E.Constant(r.weight), decay]))
-        defaults[r.key] = EPOCH
-    return qe.Formula(E.Mult([E.Variable("$score[0]"), E.Sum(prior)]), defaults=defaults)
+    return qe.Formula(E.Mult(factors), defaults=defaults)
 
 
 def _scoring(node: QueryNode) -> Any:
@@ -175,6 +170,16 @@ class EdgeStore(VectorStore):
             shard.update(qe.UpdateOperation.delete_points_by_filter(f))
             shard.flush()
 
+    def update_vectors(self, name: str, vectors: dict[str, dict[str, VectorValue]]) -> None:
+        if not vectors:
+            return
+        points = [qe.PointVectors(id=pid, vector={k: _vec(v) for k, v in named.items()})
+                  for pid, named in vectors.items()]
+        with self._lock:
+            shard = self._shard(name)
+            shard.update(qe.UpdateOperation.update_vectors(points))
+            shard.flush()
+
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]:
         request = qe.QueryRequest(
             limit=node.limit, query=_scoring(node), prefetches=[_prefetch(p) for p in node.prefetch] or None,
@@ -186,8 +191,10 @@ class EdgeStore(VectorStore):
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
         return int(self._shard(name).count(qe.CountRequest(filter=edge_filter(flt), exact=True)))
 
-    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000) -> list[Hit]:
-        records, _ = self._shard(name).scroll(qe.ScrollRequest(limit=limit, filter=edge_filter(flt), with_payload=True))
+    def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000,
+               with_vectors: list[str] | None = None) -> list[Hit]:
+        records, _ = self._shard(name).scroll(qe.ScrollRequest(limit=limit, filter=edge_filter(flt), with_payload=True,
+                                                               with_vector=with_vectors or False))
         return [_hit(r) for r in records]
 
     def optimize(self, name: str) -> None:

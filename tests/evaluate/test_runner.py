@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytrec_eval  # declared dev dependency (PyPI pytrec-eval-terrier)
 
 from mmrag.errors import MMRAGError
 from mmrag.evaluate.metrics import evaluate_run, mean_metrics
@@ -154,3 +155,36 @@ def test_streaming_answerer_reads_the_done_event() -> None:
         StreamingAnswerer(Service([Event("error", code="overloaded", message="busy")])).answer("c", "q", 3)
     with pytest.raises(MMRAGError, match="without a final event"):
         StreamingAnswerer(Service([Event("token")])).answer("c", "q", 3)
+
+
+def test_document_suite_reports_page_level_metrics_where_a_question_names_a_page(suite_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    spec = (suite_dir / "suite.yaml").read_text().replace("  qa: qa.jsonl\n", "  judge: document\n")
+    (suite_dir / "suite.yaml").write_text(spec)
+    # q1 and q3 name pages (q3's second-best page first in the fake's ranking), the rest documents
+    (suite_dir / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\talpha.pdf#1\t1\nq3\tbeta.pdf#1\t1\n"
+                                         "q4\tgamma.pdf\t1\nq5\tbeta*\t1\n")
+    suite = load_suite(suite_dir)
+    assert suite.qrels == {"q1": {"alpha.pdf": 1}, "q3": {"beta.pdf": 1}, "q4": {"gamma.pdf": 1},
+                           "q5": {"beta.pdf": 1}}
+    assert suite.page_qrels == {"q1": {"alpha.pdf#1": 1}, "q3": {"beta.pdf#1": 1}}
+    data = run_suite(suite, FakePipeline(), tmp_path / "run").data
+    rows = {json.loads(line)["id"]: json.loads(line)
+            for line in (tmp_path / "run" / "queries.jsonl").read_text().splitlines()}
+    ranked = {q: [f"{r['doc']}#{r['page']}" for r in rows[q]["ranking"]] for q in ("q1", "q3")}
+    assert ranked["q3"][:2] == ["beta.pdf#2", "beta.pdf#1"]
+    run = {q: {key: float(len(keys) - i) for i, key in enumerate(keys)} for q, keys in ranked.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(suite.page_qrels, {"ndcg_cut.5", "recall.5"}).evaluate(run)
+    assert data["page_metrics"]["n"] == 2
+    assert data["page_metrics"]["ndcg@5"] == pytest.approx(sum(v["ndcg_cut_5"] for v in oracle.values()) / 2)
+    assert data["page_metrics"]["recall@5"] == pytest.approx(sum(v["recall_5"] for v in oracle.values()) / 2)
+    assert data["page_metrics"]["mrr@1"] == 0.5 and data["metrics"]["mrr@1"] == 1.0  # the document is first
+    assert "## Page level (2 questions that name a page)" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_document_suite_refuses_a_page_the_document_does_not_have(suite_dir: Path) -> None:
+    spec = (suite_dir / "suite.yaml").read_text().replace("  qa: qa.jsonl\n", "  judge: document\n")
+    (suite_dir / "suite.yaml").write_text(spec)
+    (suite_dir / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\talpha.pdf#9\t1\n")
+    with pytest.raises(MMRAGError, match=r"judged page 'alpha\.pdf#9'"):
+        load_suite(suite_dir)

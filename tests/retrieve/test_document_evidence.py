@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pymupdf
 
-from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_text, query_periods
+from mmrag.ingest.doc_evidence import (
+    complete_facts,
+    document_facts,
+    evidence_text,
+    latest_of_series,
+    query_periods,
+    series_key,
+)
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.file_facts import pdf_facts
 
@@ -77,3 +84,22 @@ def test_query_periods_normalise_like_documents() -> None:
         sorted(query_periods("in the third quarter of 2023 and 2023 Q1")) == ["2023-Q1", "2023-Q3"]
     assert query_periods("fiscal 2024 plans") == ["FY2024"]
     assert query_periods("how do I install it") == []
+
+
+def test_latest_of_series_is_the_newest_dated_document_of_each_series() -> None:
+    def facts(name: str, text: str) -> DocumentFacts:
+        return document_facts(name, [text])
+
+    q2 = facts("a.pdf", FILING.replace("June 25, 2022", "March 26, 2022"))
+    q3 = facts("b.pdf", FILING)
+    other = facts("c.pdf", FILING.replace("Apple Inc.", "Intel Corporation"))  # a series of one: no "latest"
+    guides = [facts("h1.pdf", "Employee Handbook\n2021 edition, published 1 March 2021"),
+              facts("h2.pdf", "Employee Handbook\n2023 edition, published 2 May 2023")]
+    undated = DocumentFacts(title="Employee Handbook")
+    assert series_key(q2, "a.pdf") == series_key(q3, "b.pdf") == "apple inc|form 10-q"
+    assert series_key(other, "c.pdf") != series_key(q3, "b.pdf")
+    assert series_key(guides[0], "h1.pdf") == series_key(guides[1], "h2.pdf") == "employee handbook"
+    docs = [("q2", "a.pdf", q2), ("q3", "b.pdf", q3), ("intel", "c.pdf", other), ("h1", "h1.pdf", guides[0]),
+            ("h2", "h2.pdf", guides[1]), ("undated", "h0.pdf", undated)]
+    assert latest_of_series(docs) == ["h2", "q3"]
+    assert latest_of_series([*docs, ("q3-copy", "b2.pdf", q3)]) == ["h2", "q3", "q3-copy"]  # tied newest: both

@@ -81,7 +81,7 @@ def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
     with_doc = {**spaces, "document": DocumentSpace(load_embedder("fake:8"))}
     names = ["text", "bm25", "document"]
     options = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={}, fusion="dbsf", document_weight=1.5,
-                          period_boost=0.5, recency_boost=0.25, newest="2023-10-29", document_candidates=500)
+                          period_boost=0.5, recency_boost=0.25, latest=("d3", "d7"), document_candidates=500)
     node = build_plan(with_doc, names, QueryInput(text="Apple net sales in Q3 2023"), options, None)
     page, document = node.prefetch
     assert node.limit == 5 and node.formula is not None and node.formula.priors == (1.5,)
@@ -90,8 +90,13 @@ def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
     assert all(p.limit == 500 for p in document.prefetch)
     ((boost, condition),) = node.formula.boosts
     assert boost == 0.5 and condition.match == {"meta.doc.periods": ["2023-Q3"]}
-    assert node.formula.recency is None  # the query does not ask for the latest
     latest = build_plan(with_doc, names, QueryInput(text="Apple's most recent 10-Q"), options, None)
-    assert latest.formula.boosts == () and latest.formula.recency.target == "2023-10-29"
+    ((boost, condition),) = latest.formula.boosts  # no period named; the latest of each series asked for
+    assert boost == 0.25 and condition.match == {"document_id": ["d3", "d7"]}
+    named = build_plan(with_doc, names, QueryInput(text="Apple's latest 10-Q"), PlanOptions(
+        5, 40, 60, {}, "dbsf", document_weight=1.0, entity_boost=0.75, entities=("Apple Inc",),
+        recency_boost=0.25, latest=("d3",)), None)
+    assert [(b, c.match) for b, c in named.formula.boosts] == [
+        (0.75, {"meta.doc.entities": ["Apple Inc"]}), (0.25, {"document_id": ["d3"]})]
     off = build_plan(with_doc, names, QueryInput(text="Apple"), PlanOptions(5, 40, 60, {}, "dbsf"), None)
     assert off.formula is None and off.fusion == "dbsf"  # document_weight 0: the page plan alone

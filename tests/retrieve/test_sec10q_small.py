@@ -12,6 +12,7 @@ import pymupdf
 import pytest
 
 from mmrag.evaluate import load_suite, run_suite
+from mmrag.ingest.doc_evidence import latest_of_series
 from mmrag.types import SearchRequest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,11 +69,13 @@ def test_document_evidence_is_stored_and_shown(small_suite: Path, pipeline) -> N
     facts = docs["2022 Q3 AAPL.pdf"].metadata["doc"]
     assert "Apple Inc" in facts["entities"] and facts["periods"][0] == "2022-06-25"
     assert facts["date"] == "2022-06-25" and "Form 10-Q" in facts["labels"]
-    assert pipeline.catalog.newest_document_date("eval-sec-10q-small") == "2023-07-01"
+    assert latest_of_series(pipeline.catalog.document_facts("eval-sec-10q-small")) == [docs["2023 Q3 AAPL.pdf"].id]
     result = pipeline.search("eval-sec-10q-small", SearchRequest(query="Apple net sales quarter ended April 1, 2023",
                                                                   top_k=3))
     assert result.evidence[0].filename == "2023 Q2 AAPL.pdf"
     assert result.evidence[0].metadata["doc"]["periods"][0] == "2023-04-01"
+    latest = pipeline.search("eval-sec-10q-small", SearchRequest(query="Apple's net sales in its latest 10-Q", top_k=3))
+    assert latest.evidence[0].filename == "2023 Q3 AAPL.pdf"  # the newest of the series
     only = pipeline.search("eval-sec-10q-small", SearchRequest(
         query="Apple net sales", top_k=3, metadata={"doc.entities": "Apple Inc"}))  # an explicit filter
     assert only.evidence and all("Apple Inc" in e.metadata["doc"]["entities"] for e in only.evidence)

@@ -1,5 +1,6 @@
 """Score formulas (Qdrant's score boosting) on both engines: the first prefetch's score times a prior
-made of the other prefetches' scores and payload-condition boosts, compared with a numpy oracle."""
+made of the other prefetches' scores, times a factor (1 + boost) for each payload condition that holds,
+compared with a numpy oracle."""
 
 from __future__ import annotations
 
@@ -44,15 +45,17 @@ def test_formula_is_a_prior_on_the_first_prefetch(stores) -> None:
     page = QueryNode(limit=10, using="page", vector=q)
     doc = QueryNode(limit=40, using="doc", vector=q)
     boost = FilterSpec(match={"doc.periods": ["2023-Q3"]})
-    node = QueryNode(limit=40, prefetch=[page, doc], formula=ScoreFormula((0.5,), ((0.25, boost),)))
+    also = FilterSpec(match={"document_id": ["d2", "d3"]})
+    node = QueryNode(limit=40, prefetch=[page, doc], formula=ScoreFormula((0.5,), ((0.25, boost), (2.0, also))))
     page_score = np.array([float(p.vectors["page"] @ q) for p in points])
     top = set(np.argsort(-page_score)[:10].tolist())
 
     def expected(i: int) -> float:
         if i not in top:
             return 0.0  # not found by the first prefetch: nothing to multiply
-        prior = 1 + 0.5 * float(points[i].vectors["doc"] @ q) + (0.25 if i % 4 == 2 else 0.0)
-        return page_score[i] * prior
+        prior = 1 + 0.5 * float(points[i].vectors["doc"] @ q)
+        boosts = (1.25 if i % 4 == 2 else 1.0) * (3.0 if i % 4 in (2, 3) else 1.0)
+        return page_score[i] * prior * boosts
 
     for name, store in made.items():
         hits = store.query("c", node)
