@@ -106,6 +106,7 @@ function renderResults(state, out, query) {
         el("div", { class: "result-body" },
           el("h3", {}, el("span", { text: r.document }), el("span", { class: "muted", text: ` · page ${r.page}` })),
           el("p", { class: "muted small", text: `score ${fmt(r.score, 4)} · ${r.kind}` }),
+          r.section?.length ? el("p", { class: "section small", text: `Section: ${r.section.join(" › ")}` }) : null,
           r.snippet ? el("p", { class: "snippet" }, markSnippet(r.snippet, matchingWords(r.snippet, query))) : null,
           scoreTable(r),
           canQueryByImage(state) ? el("button", { type: "button", class: "quiet small", text: "Pages like this one",

@@ -141,6 +141,7 @@ def test_search_shows_highlighted_thumbnails_and_scores(desktop):
     first = page.locator(".result").first
     expect(first).to_contain_text("multi_page.pdf")
     expect(first).to_contain_text("page 1")
+    expect(first.locator(".section")).to_have_text("Section: The Rise of Personal Computers (1980s)")  # its heading
     expect(first.locator("mark").first).to_be_visible()
     assert first.locator("mark").all_inner_texts()[0].lower().startswith(("typewriter", "patent"))
     hits = first.locator(".thumb .box.hit")
