@@ -103,7 +103,7 @@ def run_suite(
         write_jsonl(out_dir / "answers.jsonl", answer_rows)
     data = build_report_data(suite, target.description, query_rows, answer_rows, ingest, started)
     report = write_report(data, out_dir, query_rows, plots=plots)
-    notify(ProgressEvent("report", 1, 1, str(report.path)))
+    notify(ProgressEvent("report", 1, 1, "report written"))  # no server path in a job's message
     return report
 
 

@@ -32,6 +32,7 @@ def test_evaluation_job_over_rest(suite_dir, settings, minilm):
                 assert time.time() < deadline, job
                 time.sleep(0.5)
             assert job["state"] == "done", job
+            assert str(settings.data_dir) not in str(job), job  # no server path reaches a client
             report = client.get(f"/evaluations/{job_id}/report").json()
             assert report["metrics"]["ndcg@3"] == job["metrics"]["ndcg@3"] > 0.5
             assert {"recall@5", "mrr@5", "map@5", "precision@1"} <= set(report["metrics"])
