@@ -29,7 +29,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from bench._stats import alternate, interval, machine_line, mean_stat, result_line
+from bench._stats import Estimate, alternate, interval, machine_line, mean_stat, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.evaluate.metrics import query_metrics
 from mmrag.evaluate.suite import Query, load_suite
@@ -159,8 +159,8 @@ def main() -> None:
         print(f"exact page BM25 vs the store's BM25 scores: max relative gap {max(gaps):.2e} over {len(gaps)} queries")
 
         ids = [q.id for q in queries]
-        values: dict[str, object] = {"pages": len(pages), "avg_words": float(words), "avg_tokens": own,
-                                     "chunk_avg_tokens": exact_chunk.avg}
+        values: dict[str, Estimate | float | int | str] = {
+            "pages": len(pages), "avg_words": float(words), "avg_tokens": own, "chunk_avg_tokens": exact_chunk.avg}
         for variant in sorted(per_q):
             values[f"{variant}_ndcg5"] = interval([per_q[variant][i] for i in ids], mean_stat)
         for label in SPACE_SETS:
@@ -169,7 +169,7 @@ def main() -> None:
         values["chunk_minus_page"] = interval([per_q["bm25_chunk"][i] - per_q["bm25_page"][i] for i in ids], mean_stat)
         for name, v in values.items():
             print(f"  {name}: {v}")
-        print(result_line(values))  # type: ignore[arg-type]
+        print(result_line(values))
     finally:
         pipeline.close()
 

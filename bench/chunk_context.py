@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
-from bench._stats import alternate, interval, machine_line, mean_stat, result_line
+from bench._stats import Estimate, alternate, interval, machine_line, mean_stat, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.evaluate.metrics import query_metrics
 from mmrag.evaluate.suite import Query, Suite, load_suite
@@ -141,7 +141,7 @@ def main() -> None:
         arms = dict(arm(v, s) for v in variants for s in STAGES)  # a variant's two arms run back to back
         per_round = alternate(arms, args.rounds)
         ids = [q.id for q in questions]
-        values: dict[str, object] = {"questions": len(ids)}
+        values: dict[str, Estimate | float | int | str] = {"questions": len(ids)}
         for name in arms:
             key = name.replace("/", "_")
             mean = interval([scores[name][i] for i in ids], mean_stat)
@@ -157,7 +157,7 @@ def main() -> None:
                 diff = interval(list(np.asarray([scores[f"{variant}/{stage}"][i] for i in ids]) - base), mean_stat)
                 values[f"{variant}_{stage}_minus_none"] = diff
                 print(f"{variant}/{stage} - none/{stage}: {diff.value:+.3f} [{diff.lo:+.3f}, {diff.hi:+.3f}]")
-        print(result_line(values))  # type: ignore[arg-type]
+        print(result_line(values))
         use("none")  # the corpus as it was
     finally:
         pipeline.close()

@@ -117,3 +117,26 @@ def compare_paired(
         p_value=p_value,
         n=n,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """``mean(large) / mean(small)`` over paired questions, with its percentile-bootstrap interval."""
+
+    value: float
+    lo: float
+    hi: float
+    n: int  # paired questions
+
+
+def ratio_of_means(large: Sequence[float], small: Sequence[float], *, samples: int = 10_000,
+                   confidence: float = 0.95, seed: int = 0) -> Ratio:
+    """The ratio of means of two paired samples; the bootstrap resamples questions (both arms alike)."""
+    a, b = np.asarray(large, dtype=float), np.asarray(small, dtype=float)
+    if a.size == 0 or a.size != b.size:
+        raise ValueError(f"paired samples needed, got {a.size} and {b.size} values")
+    idx = np.random.default_rng(seed).integers(0, a.size, size=(samples, a.size))  # (samples, n)
+    boot = a[idx].mean(axis=1) / np.maximum(b[idx].mean(axis=1), 1e-12)
+    alpha = (1.0 - confidence) / 2
+    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
+    return Ratio(float(a.mean() / max(b.mean(), 1e-12)), float(lo), float(hi), int(a.size))

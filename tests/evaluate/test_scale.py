@@ -17,8 +17,8 @@ from mmrag.evaluate.scale import (
     corpus_sizes,
     group_questions,
     ranked_documents,
-    ratio_of_means,
 )
+from mmrag.evaluate.stats import ratio_of_means
 from mmrag.evaluate.suite import Query, Suite, SuiteSpec
 from mmrag.evaluate.targets import Hit
 from mmrag.types import DocumentInfo

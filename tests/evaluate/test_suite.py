@@ -9,7 +9,8 @@ import pymupdf
 import pytest
 
 from mmrag.errors import InvalidInput
-from mmrag.evaluate.suite import load_qrels, load_suite
+from mmrag.evaluate.qrels import load_qrels
+from mmrag.evaluate.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 DOCLING = REPO / "eval" / "suites" / "docling"
