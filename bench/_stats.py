@@ -11,7 +11,11 @@ Design of a measurement (every ``bench/*.py``):
   prints the same interval;
 * :func:`result_line` prints ``RESULT name=<median> name_lo=<lo> name_hi=<hi> ...``. A target
   counts as met only when its conservative bound meets it (``lo`` for "at least", ``hi`` for "at
-  most"): :meth:`Estimate.meets`.
+  most"): :meth:`Estimate.meets`;
+* every RESULT line ends with the 1-minute load average when the benchmark started and when it
+  printed (``load_before=… load_after=…``) and ``loaded=1`` when the load before the run (other
+  work on the machine; the benchmark's own load shows only after) exceeded the core count: such a
+  run does not count as meeting any target (:func:`verdict` says so).
 
 Bootstrap over rounds when the paired unit is a round; over requests when the value is a percentile
 of request latencies (:func:`ratio_interval` resamples the two arms' requests independently).
@@ -30,6 +34,9 @@ import numpy as np
 Statistic = Callable[[np.ndarray], np.ndarray]  # (resamples, n) -> (resamples,)
 BOOTSTRAP_SAMPLES = 4000
 CONFIDENCE = 0.95
+CORES = os.cpu_count() or 1
+# the 1-minute load average when this module was imported: the load before the benchmark started
+LOAD_BEFORE = os.getloadavg()[0]
 
 
 def median_stat(x: np.ndarray) -> np.ndarray:
@@ -133,8 +140,14 @@ def alternate(
     return out
 
 
+def loaded() -> bool:
+    """Whether the machine was busy with other work when the benchmark started (load above the cores)."""
+    return LOAD_BEFORE > CORES
+
+
 def result_line(values: Mapping[str, Estimate | float | int | str], digits: int = 3) -> str:
-    """``RESULT a=.. a_lo=.. a_hi=.. b=..``: estimates with their bounds, plain values as they are."""
+    """``RESULT a=.. a_lo=.. a_hi=.. b=.. load_before=.. load_after=.. loaded=0|1``: estimates with
+    their bounds, plain values as they are, then the load (a ``loaded=1`` run counts for no target)."""
     parts = []
     for name, v in values.items():
         if isinstance(v, Estimate):
@@ -143,16 +156,20 @@ def result_line(values: Mapping[str, Estimate | float | int | str], digits: int 
             parts.append(f"{name}={v:.{digits}f}")
         else:
             parts.append(f"{name}={v}")
+    parts.append(f"load_before={LOAD_BEFORE:.2f} load_after={os.getloadavg()[0]:.2f} loaded={int(loaded())}")
     return "RESULT " + " ".join(parts)
 
 
 def machine_line() -> str:
-    """Cores and the 1-minute load average now (printed next to every result)."""
-    return f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at {time.strftime('%H:%M:%S')}"
+    """Cores and the 1-minute load average now and when the benchmark started (printed next to every result)."""
+    return (f"machine: {CORES} CPUs, load average {os.getloadavg()[0]:.2f} at {time.strftime('%H:%M:%S')} "
+            f"(at start {LOAD_BEFORE:.2f})")
 
 
 def verdict(name: str, est: Estimate, target: float, *, at_least: bool) -> str:
     """One line saying whether the conservative bound meets the target."""
     bound, op = (est.lo, ">=") if at_least else (est.hi, "<=")
     ok = "met" if est.meets(target, at_least=at_least) else "NOT met"
+    if loaded() and ok == "met":
+        ok = f"not counted (load {LOAD_BEFORE:.1f} above {CORES} cores at start)"
     return f"target {name} {op} {target}: {ok} (conservative bound {bound:.3f}, median {est.value:.3f})"

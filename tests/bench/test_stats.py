@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench._stats import Estimate, alternate, interval, paired_ratios, percentile_stat, ratio_interval, result_line
+from bench import _stats
+from bench._stats import (
+    Estimate,
+    alternate,
+    interval,
+    paired_ratios,
+    percentile_stat,
+    ratio_interval,
+    result_line,
+    verdict,
+)
 
 
 def test_median_interval_matches_scipy_percentile_bootstrap() -> None:
@@ -60,6 +70,19 @@ def test_alternate_runs_arms_in_abba_order() -> None:
     assert out == {"a": [0.0, 1.0, 2.0, 3.0], "b": [0.0, 1.0, 2.0, 3.0]}
 
 
-def test_result_line_prints_median_and_bounds() -> None:
+def test_result_line_prints_median_and_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stats, "LOAD_BEFORE", 0.25)
+    monkeypatch.setattr(_stats.os, "getloadavg", lambda: (1.5, 1.0, 0.5))
     line = result_line({"ratio": Estimate(0.91234, 0.9, 0.95, 5), "violations": 0, "x": 1.5})
-    assert line == "RESULT ratio=0.912 ratio_lo=0.900 ratio_hi=0.950 violations=0 x=1.500"
+    assert line == ("RESULT ratio=0.912 ratio_lo=0.900 ratio_hi=0.950 violations=0 x=1.500 "
+                    "load_before=0.25 load_after=1.50 loaded=0")
+
+
+def test_a_run_started_on_a_busy_machine_is_flagged_and_meets_no_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    est = Estimate(1.2, 1.1, 1.3, 10)
+    monkeypatch.setattr(_stats, "LOAD_BEFORE", _stats.CORES + 0.5)
+    assert result_line({"r": est}).endswith("loaded=1")
+    assert "not counted" in verdict("r", est, 1.0, at_least=True)
+    monkeypatch.setattr(_stats, "LOAD_BEFORE", 0.1)
+    assert result_line({"r": est}).endswith("loaded=0")
+    assert ": met" in verdict("r", est, 1.0, at_least=True)
