@@ -54,6 +54,9 @@ class DatasetSpec(BaseModel):
     """Judgments: ``query-id<TAB>corpus-id<TAB>score`` (header optional) or TREC ``qid 0 doc rel``."""
     qa: str | None = None
     """Optional page-level QA file for answer metrics."""
+    split: str | None = None
+    """Run only the queries (and QA items) whose ``split`` field is this (e.g. ``tune`` or ``test``: a
+    tuning half and a held-apart half); None: all of them."""
     judge: Literal["page", "document"] = "page"
     """``page``: qrels name pages (``filename#page``); ``document``: qrels name documents (a basename or a
     glob pattern over basenames such as ``*2023 Q3 AAPL*``), a retrieved page counts for its document and
@@ -119,6 +122,7 @@ class Query:
     id: str
     text: str
     tags: list[str] = field(default_factory=list)
+    split: str | None = None  # the half of the suite it belongs to (``dataset.split`` selects one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,7 @@ class QAItem:
     answers: list[str]
     evidence: list[str]  # doc keys "filename#page"
     tags: list[str] = field(default_factory=list)
+    split: str | None = None
 
 
 @dataclass(slots=True)
@@ -220,8 +225,10 @@ def repo_root(start: Path) -> Path:
     return start
 
 
-def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path | str | None = None) -> Suite:
-    """Load and validate a suite; ``variant`` applies named overrides, ``corpus_dir`` replaces the corpus."""
+def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path | str | None = None,
+               split: str | None = None) -> Suite:
+    """Load and validate a suite; ``variant`` applies named overrides, ``corpus_dir`` replaces the corpus,
+    ``split`` (overriding ``dataset.split``) keeps the queries of one half."""
     file = _suite_file(Path(path).resolve())
     raw = _read_spec_file(file)
     if variant:
@@ -229,6 +236,8 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         if variant not in variants:
             raise InvalidInput(f"suite {file} has no variant {variant!r}; allowed: {sorted(variants) or 'none'}")
         raw = _deep_merge(raw, variants[variant])
+    if split:
+        raw = _deep_merge(raw, {"dataset": {"split": split}})
     try:
         spec = SuiteSpec.model_validate(raw)
     except ValidationError as exc:
@@ -261,6 +270,20 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         page_qrels=page_qrels,
     )
     check_suite(suite)
+    return select_split(suite, ds.split) if ds.split else suite
+
+
+def select_split(suite: Suite, split: str) -> Suite:
+    """The suite restricted to the queries, judgments and QA items of one split."""
+    splits = sorted({q.split for q in suite.queries if q.split})
+    if split not in splits:
+        allowed = splits or "none (no query has a split field)"
+        raise InvalidInput(f"suite {suite.name}: no query has split {split!r}; allowed: {allowed}")
+    keep = {q.id for q in suite.queries if q.split == split}
+    suite.queries = [q for q in suite.queries if q.id in keep]
+    suite.qrels = {qid: judged for qid, judged in suite.qrels.items() if qid in keep}
+    suite.page_qrels = {qid: judged for qid, judged in suite.page_qrels.items() if qid in keep}
+    suite.qa = [item for item in suite.qa if item.split == split]
     return suite
 
 
@@ -286,7 +309,8 @@ def load_queries(path: Path) -> list[Query]:
         if not qid or not text:
             raise InvalidInput(f"{path}: every query needs an id (_id) and a text, got {row}")
         tags = row.get("tags") or (row.get("metadata") or {}).get("tags") or []
-        queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags]))
+        split = row.get("split")
+        queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags], split=str(split) if split else None))
     return queries
 
 
@@ -307,6 +331,7 @@ def load_qa(path: Path) -> list[QAItem]:
                 answers=[str(a) for a in answers],
                 evidence=evidence,
                 tags=[str(t) for t in row.get("tags", [])],
+                split=str(row["split"]) if row.get("split") else None,
             )
         )
     return items
