@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -82,14 +83,15 @@ def run_suite(
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
-    files = suite.documents(out_dir)
-    t0 = time.perf_counter()
-    ingest = target.prepare(
-        suite.corpus_name,
-        files,
-        lambda d, t, m: notify(ProgressEvent("ingest", d, t, m)),
-        suite.spec.pipeline.corpus or None,
-    )
+    with tempfile.TemporaryDirectory(prefix="mmrag-eval-") as scratch:  # renamed copies live through the ingest
+        files = suite.documents(out_dir, Path(scratch))
+        t0 = time.perf_counter()
+        ingest = target.prepare(
+            suite.corpus_name,
+            files,
+            lambda d, t, m: notify(ProgressEvent("ingest", d, t, m)),
+            suite.spec.pipeline.corpus or None,
+        )
     ingest["seconds"] = time.perf_counter() - t0
 
     query_rows = [_run_query(suite, target, q) for q in _notify_each(suite.queries, "search", notify)]

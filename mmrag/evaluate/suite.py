@@ -20,6 +20,7 @@ of the suite holding ``pyproject.toml``), and can be overridden.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from mmrag.errors import InvalidInput
 from mmrag.evaluate.beir import load_beir_corpus
 from mmrag.evaluate.metrics import METRIC_NAMES
 from mmrag.evaluate.qrels import expand_document_patterns, load_qrels, split_page_judgments
+from mmrag.evaluate.renaming import FileNames, new_names, rename_judgments, rename_key, stage
 from mmrag.ingest.sniff import EXTENSIONS
 
 DOCUMENT_SUFFIXES = tuple(EXTENSIONS)  # every kind ingestion accepts (mmrag.ingest.sniff)
@@ -57,6 +59,10 @@ class DatasetSpec(BaseModel):
     split: str | None = None
     """Run only the queries (and QA items) whose ``split`` field is this (e.g. ``tune`` or ``test``: a
     tuning half and a held-apart half); None: all of them."""
+    file_names: FileNames = "original"
+    """Ingest the documents under other names (pdf-qrels): ``hashed`` (``<sha256 prefix>.pdf``) or
+    ``numbered`` (``report (3).pdf``); judgments, written against the real names, follow the bytes.
+    The runner copies the files under the new names before ingest (:mod:`.renaming`)."""
     judge: Literal["page", "document"] = "page"
     """``page``: qrels name pages (``filename#page``); ``document``: qrels name documents (a basename or a
     glob pattern over basenames such as ``*2023 Q3 AAPL*``), a retrieved page counts for its document and
@@ -147,6 +153,7 @@ class Suite:
     qrels: dict[str, dict[str, int]]
     qa: list[QAItem]
     page_qrels: dict[str, dict[str, int]] = field(default_factory=dict)  # page judgments of a document suite
+    names: dict[str, str] = field(default_factory=dict)  # real basename -> ingested name (dataset.file_names)
 
     @property
     def name(self) -> str:
@@ -155,19 +162,23 @@ class Suite:
     @property
     def corpus_name(self) -> str:
         pipeline = self.spec.pipeline
-        if pipeline.corpus_name:
-            return pipeline.corpus_name
-        name = f"eval-{self.spec.name}".lower()
-        if pipeline.corpus:
+        name = pipeline.corpus_name or f"eval-{self.spec.name}".lower()
+        if pipeline.corpus and not pipeline.corpus_name:
             digest = hashlib.sha256(json.dumps(pipeline.corpus, sort_keys=True).encode()).hexdigest()[:8]
             name += f"-{digest}"
+        if self.spec.dataset.file_names != "original":  # never the corpus holding the same bytes by real name
+            name += f"-{self.spec.dataset.file_names}"
         return name
 
-    def documents(self, workdir: Path) -> list[Path]:
-        """The files to ingest (BEIR records are rendered to PDFs under ``workdir``)."""
+    def documents(self, workdir: Path, scratch: Path | None = None) -> list[Path]:
+        """The files to ingest: BEIR records rendered to PDFs under ``workdir`` (kept, a cache); documents
+        under new names (``dataset.file_names``) copied into ``scratch`` (default ``workdir``)."""
         if self.spec.dataset.format == "beir":
             return load_beir_corpus(self.corpus_dir, workdir)
-        return list_documents(self.corpus_dir, self.spec.dataset.include)
+        files = list_documents(self.corpus_dir, self.spec.dataset.include)
+        if self.spec.dataset.file_names == "original":
+            return files
+        return stage(files, self.names, (scratch or workdir) / f"{self.spec.dataset.file_names}-names")
 
     def doc_key(self, filename: str, page: int) -> str:
         """The qrels id of a retrieved page."""
@@ -270,7 +281,18 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         page_qrels=page_qrels,
     )
     check_suite(suite)
+    if ds.format == "pdf-qrels" and ds.file_names != "original":
+        rename_documents(suite)
     return select_split(suite, ds.split) if ds.split else suite
+
+
+def rename_documents(suite: Suite) -> None:
+    """Judgments and QA evidence under the names the documents are ingested by (checked first under the real names)."""
+    suite.names = new_names(list_documents(suite.corpus_dir, suite.spec.dataset.include), suite.spec.dataset.file_names)
+    suite.qrels = rename_judgments(suite.qrels, suite.names)
+    suite.page_qrels = rename_judgments(suite.page_qrels, suite.names)
+    suite.qa = [dataclasses.replace(item, evidence=[rename_key(e, suite.names) for e in item.evidence])
+                for item in suite.qa]
 
 
 def select_split(suite: Suite, split: str) -> Suite:
