@@ -235,10 +235,10 @@ class Pipeline:
         return build_stage_context(self.settings, self.spaces)
 
     def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
-        """One answer as plain data (the evaluation's ``Answerer``), from the answer service."""
-        from mmrag.evaluate.targets import StreamingAnswerer
+        """One answer as plain data (the evaluation's ``Answerer``): the answer service's ``done`` event."""
+        from mmrag.generate.answer import event_payloads, final_answer
 
-        return StreamingAnswerer(self.enable_answers()).answer(corpus, question, top_k)
+        return final_answer(event_payloads(self.enable_answers().answer_stream(corpus, question, top_k)))
 
     def load_page_image(self, corpus: str, page_id: str) -> bytes:
         """PNG bytes of a stored page (NotFound for an unknown page), as the embedders saw it."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -15,8 +14,9 @@ from api.auth import ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.observability import Metrics
+from api.sse import SSE_HEADERS, sse_event
 from mmrag.errors import Unavailable
-from mmrag.generate.answer import AnswerDone, AnswerError, AnswerEvent, sse_lines
+from mmrag.generate.answer import AnswerDone, AnswerEvent, event_payload, event_payloads, final_answer
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["answer"])
 
@@ -71,16 +71,10 @@ async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: Pipeli
     events = await run_in_threadpool(_events, pipeline, corpus, body)  # errors raise here, before streaming
     if body.stream:
         return StreamingResponse(_iterate(events, request.app.state.metrics), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    final: AnswerDone | AnswerError | None = None
-    for event in await run_in_threadpool(list, events):
-        if isinstance(event, AnswerDone | AnswerError):
-            final = event
-    if isinstance(final, AnswerDone):
-        request.app.state.metrics.observe_timings("answer", final.timings)
-        return JSONResponse({k: v for k, v in asdict(final).items() if k != "event"})
-    message = final.message if isinstance(final, AnswerError) else "generation ended without an answer"
-    raise Unavailable(message)
+                                 headers=SSE_HEADERS)
+    done = final_answer(event_payloads(await run_in_threadpool(list, events)))  # an error event raises its error
+    request.app.state.metrics.observe_timings("answer", done["timings"])
+    return JSONResponse(done)
 
 
 async def _iterate(events: Iterator[AnswerEvent], metrics: Metrics):  # type: ignore[no-untyped-def]
@@ -89,4 +83,4 @@ async def _iterate(events: Iterator[AnswerEvent], metrics: Metrics):  # type: ig
     async for event in iterate_in_threadpool(events):
         if isinstance(event, AnswerDone):
             metrics.observe_timings("answer", event.timings)
-        yield sse_lines(event)
+        yield sse_event(*event_payload(event))

@@ -48,6 +48,42 @@ class EvaluationOut(BaseModel):
     report_url: str
 
 
+class CompareIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    a: str = Field(..., min_length=1, max_length=64, description="Id of the baseline run (A)")
+    b: str = Field(..., min_length=1, max_length=64, description="Id of the run compared with it (B)")
+
+
+class ComparedRun(BaseModel):
+    id: str
+    label: str = Field(..., description="The run and the spaces it searched")
+    config: dict[str, Any] = Field(..., description="The run's configuration, as in its report")
+
+
+class MetricComparison(BaseModel):
+    mean_a: float
+    mean_b: float
+    delta: float = Field(..., description="mean(B - A) over the queries both runs scored")
+    ci_low: float = Field(..., description="Lower bound of the paired bootstrap interval of delta")
+    ci_high: float = Field(..., description="Upper bound of the paired bootstrap interval of delta")
+    p_value: float = Field(..., description="Two-sided paired randomisation (sign-flip) test")
+    n: int = Field(..., description="Paired queries")
+
+
+class CompareOut(BaseModel):
+    kind: str = Field("compare")
+    schema_version: int
+    suite: str
+    a: ComparedRun
+    b: ComparedRun
+    paired_items: int
+    only_in_a: list[str]
+    only_in_b: list[str]
+    statistics: dict[str, Any] = Field(..., description="Bootstrap samples, confidence, seed and the test used")
+    metrics: dict[str, MetricComparison] = Field(..., description="Metric name -> B against A")
+
+
 def _out(job: EvalJob) -> EvaluationOut:
     return EvaluationOut(**asdict(job), report_url=f"/evaluations/{job.id}/report")
 
@@ -63,6 +99,16 @@ def start_evaluation(body: EvaluationIn, service: ServiceDep, principal: Princip
     """Start an evaluation job (runs in the background; one at a time). Needs write on the suite's corpus."""
     return _out(service.start(body.suite, body.variant,
                               allow=lambda corpus: principal.check("write", corpus, f"unknown suite {body.suite!r}")))
+
+
+@router.post("/compare", response_model=CompareOut, responses=responses(400, 404, 409, 422))
+def compare_evaluations(body: CompareIn, service: ServiceDep, principal: PrincipalDep) -> CompareOut:
+    """Compare two finished runs of the same suite (what ``mmrag eval compare`` computes): per metric the
+    means, their paired difference B − A with a bootstrap interval and a permutation p-value. Both runs
+    must be readable with the key; 409 while one runs, 400 for runs of different datasets."""
+    for job_id in (body.a, body.b):
+        visible(service, job_id, principal)
+    return CompareOut.model_validate(service.compare(body.a, body.b))
 
 
 @router.get("", response_model=list[EvaluationOut])

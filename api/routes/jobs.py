@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from api.auth import Principal, PrincipalDep, ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.job_schemas import JobOut, job_out
+from api.sse import SSE_HEADERS, sse_event
 from mmrag.jobs.model import JobStatus
 from mmrag.jobs.runner import JobRunner
 from mmrag.jobs.state import JobStore
@@ -79,16 +79,16 @@ async def job_events(job_id: str, request: Request, jobs: StoreDep, principal: P
     base = base_url(request)
 
     async def stream() -> AsyncIterator[str]:
-        last = ""
+        last: dict[str, object] | None = None
         while not await request.is_disconnected():
             job = await run_in_threadpool(jobs.status, job_id)
-            body = json.dumps(job_out(job, base).model_dump())
+            body = job_out(job, base).model_dump()
             if body != last:
-                yield f"event: progress\ndata: {body}\n\n"
+                yield sse_event("progress", body)
                 last = body
             if job.finished:
-                yield f"event: end\ndata: {json.dumps({'state': job.state.value})}\n\n"
+                yield sse_event("end", {"state": job.state.value})
                 return
             await asyncio.sleep(interval)
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -6,15 +6,19 @@ When ``mmrag serve`` owns the data folder, ``ingest`` and ``search`` talk to it 
 
 from __future__ import annotations
 
-import importlib
 import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from mmrag.cli.answer_cmd import answer
 from mmrag.cli.commands import corpora, ingest, reweight_bm25, serve
+from mmrag.cli.embed_cmd import embed_serve
+from mmrag.cli.eval_cmd import eval_app
+from mmrag.cli.keys_cmd import keys_app
 from mmrag.cli.search_cmd import search
+from mmrag.cli.worker_cmd import worker_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="mmrag: multimodal RAG over PDFs, scans and images.")
@@ -25,23 +29,11 @@ app.command()(corpora)
 app.command(name="reweight-bm25")(reweight_bm25)
 
 
-def _optional(module: str, attr: str, name: str, group: bool) -> None:
-    """Register a command group written in its own module (eval, embed-serve, answer, ...)."""
-    try:
-        obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        return
-    if group:
-        app.add_typer(obj, name=name)
-    else:
-        app.command(name=name)(obj)
-
-
-_optional("mmrag.cli.embed_cmd", "embed_serve", "embed-serve", group=False)
-_optional("mmrag.cli.eval_cmd", "eval_app", "eval", group=True)
-_optional("mmrag.cli.answer_cmd", "answer", "answer", group=False)
-_optional("mmrag.cli.worker_cmd", "worker_app", "worker", group=True)
-_optional("mmrag.cli.keys_cmd", "keys_app", "keys", group=True)
+app.command(name="embed-serve")(embed_serve)
+app.add_typer(eval_app, name="eval")
+app.command(name="answer")(answer)
+app.add_typer(worker_app, name="worker")
+app.add_typer(keys_app, name="keys")
 
 
 @app.callback()

@@ -25,16 +25,14 @@ def _remote_events(url: str, corpus: str, body: dict[str, Any]):  # type: ignore
 
 
 def _local_events(corpus: str, body: dict[str, Any]):  # type: ignore[no-untyped-def]
-    from dataclasses import asdict
-
+    from mmrag.generate.answer import event_payloads
     from mmrag.pipeline import build_pipeline
 
     pipeline = build_pipeline(load_settings(), run_jobs=False)
     try:
         service = pipeline.enable_answers()
-        for ev in service.answer_stream(corpus, body["question"], body["top_k"], body["visual_token_budget"],
-                                        body["max_new_tokens"]):
-            yield ev.event, {k: v for k, v in asdict(ev).items() if k != "event"}
+        yield from event_payloads(service.answer_stream(corpus, body["question"], body["top_k"],
+                                                        body["visual_token_budget"], body["max_new_tokens"]))
     finally:
         pipeline.close()
 

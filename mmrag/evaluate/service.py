@@ -95,6 +95,23 @@ class EvaluationService:
                            + (f" ({job.error})" if job.error else ""))
         return dict(json.loads((self.out_dir(job_id) / "report.json").read_text()))
 
+    def compare(self, a: str, b: str) -> dict[str, Any]:
+        """Run B against run A (both finished, same suite's dataset): per-metric paired deltas with
+        bootstrap intervals and p-values (:func:`mmrag.evaluate.compare.compare_reports`). The runs are
+        named by their ids; no server path is in the result."""
+        from mmrag.evaluate.compare import compare_reports
+        from mmrag.evaluate.report import load_report
+
+        if a == b:
+            raise InvalidInput("compare two different runs; a and b are the same evaluation")
+        reports = {side: self.report(job_id) for side, job_id in (("a", a), ("b", b))}  # NotFound / Conflict
+        result = compare_reports(load_report(self.out_dir(a)), load_report(self.out_dir(b)))
+        for side, job_id in (("a", a), ("b", b)):
+            spaces = "+".join(reports[side]["config"]["pipeline"].get("spaces") or ["all"])
+            result[side] = {"id": job_id, "label": f"{reports[side]['suite']['name']} ({spaces})",
+                            "config": reports[side]["config"]}
+        return result
+
     def artefact(self, job_id: str, name: str) -> Path:
         """A file of a finished run (report.md, plots/*.png), refusing paths outside it."""
         self.report(job_id)

@@ -181,37 +181,6 @@ class RestTarget:
         return SearchOutcome(hits, {k: float(v) for k, v in data["timings"].items()})
 
     def answer(self, corpus: str, question: str, top_k: int) -> AnswerOutcome:
-        for event, data in self.client.answer_events(corpus, {"question": question, "top_k": top_k}):
-            if event == "error":
-                raise MMRAGError(f"answer failed: {data.get('code')}: {data.get('message')}")
-            if event == "done":
-                return _answer_outcome(data)
-        raise MMRAGError("the answer stream ended without a final event")
+        from mmrag.generate.answer import final_answer
 
-
-class StreamingAnswerer:
-    """Adapts a service with ``answer_stream(corpus, question, top_k) -> events`` to :class:`Answerer`.
-
-    The final event with ``event == "done"`` carries ``answer``, ``mode``, ``citations``
-    (objects or dicts with ``filename`` and ``page``) and ``timings``; an ``error`` event raises.
-    """
-
-    def __init__(self, service: Any) -> None:
-        self.service = service
-
-    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
-        for event in self.service.answer_stream(corpus, question, top_k):
-            kind = getattr(event, "event", None)
-            if kind == "error":
-                raise MMRAGError(f"answer failed: {getattr(event, 'code', '')}: {getattr(event, 'message', '')}")
-            if kind == "done":
-                citations = [
-                    c if isinstance(c, dict) else {"filename": c.filename, "page": c.page} for c in event.citations
-                ]
-                return {
-                    "answer": event.answer,
-                    "mode": event.mode,
-                    "citations": citations,
-                    "timings": dict(event.timings),
-                }
-        raise MMRAGError("the answer stream ended without a final event")
+        return _answer_outcome(final_answer(self.client.answer_events(corpus, {"question": question, "top_k": top_k})))

@@ -16,7 +16,9 @@ from mmrag.generate.answer import (
     Citation,
     EvidenceSelected,
     TokenDelta,
-    sse_lines,
+    event_payload,
+    event_payloads,
+    final_answer,
 )
 from mmrag.generate.backend import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
 from mmrag.generate.backends import build_backend, build_engine
@@ -46,6 +48,8 @@ __all__ = [
     "VisualTokenPlan",
     "build_backend",
     "build_engine",
-    "sse_lines",
+    "event_payload",
+    "event_payloads",
+    "final_answer",
     "tokenizer_for",
 ]

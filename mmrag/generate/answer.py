@@ -11,20 +11,21 @@ iterator of typed events:
 3. :class:`AnswerDone` — full text, ``mode`` ("vlm" | "extractive"), citations, timings;
    or :class:`AnswerError` if the VLM fails after streaming began (e.g. admission timed out).
 
-:func:`sse_lines` formats any event as Server-Sent-Events text.
+:func:`event_payloads` turns the events into ``(name, data)`` pairs, the one JSON form of an answer
+event (the SSE stream, the JSON answer, the CLI and evaluation all read it; the REST client yields the
+same pairs from the stream), and :func:`final_answer` reads the ``done`` data from such pairs.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from mmrag.errors import InvalidInput, MMRAGError, Overloaded
+from mmrag.errors import InvalidInput, MMRAGError, Overloaded, error_for_code
 from mmrag.generate.backend import GenerationRequest, ImageInput, RequestTimings, image_input
 from mmrag.generate.backends import build_engine
 from mmrag.generate.config import VLMConfig
@@ -89,10 +90,28 @@ class AnswerError:
 AnswerEvent = EvidenceSelected | TokenDelta | AnswerDone | AnswerError
 
 
-def sse_lines(event: AnswerEvent) -> str:
-    """``event: <name>\\ndata: <json>\\n\\n`` for one event (data is one JSON line)."""
-    payload = {k: v for k, v in asdict(event).items() if k != "event"}
-    return f"event: {event.event}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+AnswerPayload = tuple[str, dict[str, Any]]  # (event name, its fields as JSON-ready data)
+
+
+def event_payload(event: AnswerEvent) -> AnswerPayload:
+    """The event's name and its fields (without the ``event`` tag) as plain data."""
+    return event.event, {k: v for k, v in asdict(event).items() if k != "event"}
+
+
+def event_payloads(events: Iterable[AnswerEvent]) -> Iterator[AnswerPayload]:
+    return (event_payload(e) for e in events)
+
+
+def final_answer(payloads: Iterable[AnswerPayload]) -> dict[str, Any]:
+    """The ``done`` data of an answer stream (``answer``, ``mode``, ``citations``, ``timings``, ``notice``);
+    an ``error`` event raises its error class (``Overloaded`` for ``overloaded``, ...)."""
+    for name, data in payloads:
+        if name == "error":
+            raise error_for_code(str(data.get("code", "error")), f"answer failed: {data.get('message', '')}",
+                                 fallback=MMRAGError, retry_after=data.get("retry_after"))
+        if name == "done":
+            return data
+    raise MMRAGError("the answer stream ended without a final event")
 
 
 def cited_numbers(answer: str, n_pages: int) -> list[int]:

@@ -1,6 +1,6 @@
 // Answers: the SSE stream of POST /corpora/{c}/answer read with fetch (evidence, token..., done |
 // error); cited pages as thumbnails; stage timings; a note when the answer is extractive.
-import { errorOf, events, send } from "./api.js";
+import { corpusPath, errorOf, events, send } from "./api.js";
 import { thumbnail } from "./pages.js";
 import { $, el, errorBox, fmt, formStatus, table } from "./ui.js";
 
@@ -21,7 +21,7 @@ function citations(pages, question) {
 }
 
 let corpusName = "";
-const pageURL = (c) => `/corpora/${encodeURIComponent(corpusName)}/pages/${c.page_id}/image`;
+const pageURL = (c) => corpusPath(corpusName, `/pages/${c.page_id}/image`);
 
 function timingTable(timings) {
   const known = STAGES.filter(([k]) => k in timings).map(([k, label]) => [label, `${fmt(timings[k] * 1000, 1)} ms`]);
@@ -55,7 +55,7 @@ async function ask(state, form) {
   $("#answer-stop").disabled = false;
   formStatus(form, "Retrieving pages…");
   try {
-    const response = await send("POST", `/corpora/${encodeURIComponent(corpusName)}/answer`,
+    const response = await send("POST", corpusPath(corpusName, "/answer"),
       { json: body, signal: controller.signal });
     if (!response.ok) throw await errorOf(response);
     for await (const { event, data } of events(response)) {

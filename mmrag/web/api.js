@@ -69,6 +69,9 @@ export async function call(method, path, options) {
   return type.includes("json") ? response.json() : response;
 }
 
+// The one place a corpus's URL is built: corpusPath("docs", "/search") -> "/corpora/docs/search".
+export const corpusPath = (name, rest = "") => `/corpora/${encodeURIComponent(name)}${rest}`;
+
 export const get = (path) => call("GET", path);
 export const post = (path, json) => call("POST", path, { json });
 export const del = (path) => call("DELETE", path);

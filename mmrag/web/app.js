@@ -7,7 +7,7 @@ import { initEvaluations } from "./evaluations.js";
 import { initPageDialog } from "./pages.js";
 import { initSearch } from "./search.js";
 import { initAnswer } from "./answer.js";
-import { $, errorBox } from "./ui.js";
+import { $, dialogResult, el, errorBox } from "./ui.js";
 
 const CHOSEN = "mmrag.corpus";
 const VIEWS = ["corpora", "documents", "search", "answer", "evaluations"];
@@ -44,10 +44,26 @@ function show(view, focus = true) {
   if (focus) $(`#h-${name}`).focus();
 }
 
+// What to set to turn a component on (or off for good, so it stops being listed).
+const SETTING = { text: "MMRAG_EMBED__TEXT_MODEL", clip: "MMRAG_EMBED__CLIP_MODEL",
+  colpali: "MMRAG_EMBED__COLPALI_MODEL", vlm: "MMRAG_VLM__MODEL or MMRAG_VLM__BACKEND" };
+
+// "clip is off: cannot be loaded (no weights offline)" — one short line per component, the full reason on demand.
+export function offLine(name, why) {
+  const configured = /disabled in configuration/.test(why);
+  const summary = configured ? "turned off in the configuration"
+    : /offline|hub|connect|resolve|internet|cache/i.test(why) ? "its model is not on this machine and cannot be downloaded"
+      : "its model could not be loaded";
+  const todo = configured ? "" : ` Set ${SETTING[name] || "its model setting"} to a local model folder, or leave it empty to turn it off.`;
+  return el("li", {}, el("strong", { text: name }), ` is off: ${summary}.${todo} `,
+    configured ? null : el("details", { class: "why" }, el("summary", { text: "Why" }), el("pre", { text: why })));
+}
+
 function renderHealth(health) {
   const on = Object.keys(health.spaces);
-  const off = Object.entries(health.unavailable).map(([name, why]) => `${name} (${why})`);
-  $("#health").textContent = `Spaces on: ${on.join(", ") || "none"}.` + (off.length ? ` Off: ${off.join("; ")}.` : "");
+  const off = Object.entries(health.unavailable);
+  $("#health").replaceChildren(el("span", { text: `Spaces on: ${on.join(", ") || "none"}.` }),
+    off.length ? el("ul", { class: "off-list" }, off.map(([name, why]) => offLine(name, why))) : null);
 }
 
 let pendingKey = null; // one prompt at a time: requests that hit 401 together wait for the same answer
@@ -57,17 +73,13 @@ function promptForKey(reason) {
   return pendingKey;
 }
 
-function askKey(reason) {
-  const dialog = $("#key-dialog");
+async function askKey(reason) {
   $("#key-reason").textContent = reason;
   $("#key-input").value = "";
-  dialog.returnValue = "";
-  dialog.showModal();
-  return new Promise((resolve) => dialog.addEventListener("close", () => {
-    const key = dialog.returnValue === "ok" ? $("#key-input").value.trim() : "";
-    $("#key-button").hidden = !key && !apiKey();
-    resolve(key || null);
-  }, { once: true }));
+  const ok = (await dialogResult($("#key-dialog"))) === "ok";
+  const key = ok ? $("#key-input").value.trim() : "";
+  $("#key-button").hidden = !key && !apiKey();
+  return key || null;
 }
 
 async function start() {

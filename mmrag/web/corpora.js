@@ -1,5 +1,5 @@
 // Corpora: list, create (with its spaces), delete with confirmation, pick one.
-import { del, post } from "./api.js";
+import { corpusPath, del, post } from "./api.js";
 import { $, confirmAction, el, emptyState, errorBox, formStatus, table, when } from "./ui.js";
 
 const LABELS = { text: "text (MiniLM dense)", bm25: "bm25 (sparse words)", clip: "clip (images)",
@@ -46,7 +46,7 @@ async function remove(state, corpus) {
     `This deletes its ${corpus.documents} documents, ${corpus.pages} pages and their vectors. It cannot be undone.`);
   if (!sure) return;
   try {
-    await del(`/corpora/${encodeURIComponent(corpus.name)}`);
+    await del(corpusPath(corpus.name));
     await state.refresh();
   } catch (err) {
     $("#corpora-list").prepend(errorBox(err));

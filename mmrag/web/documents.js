@@ -1,12 +1,12 @@
 // Upload (drop or pick several files) with live per-file, per-page progress from the job's event
 // stream, failures with the server's reason, cancel; the corpus's documents with their pages.
-import { call, del, errorOf, events, get, post, send } from "./api.js";
+import { call, corpusPath, del, errorOf, events, get, post, send } from "./api.js";
 import { thumbnail } from "./pages.js";
-import { canQueryByImage } from "./search.js";
+import { likeButton } from "./search.js";
 import { $, bytes, confirmAction, el, emptyState, errorBox, formStatus, table, when } from "./ui.js";
 
 let chosen = [];
-const corpusPath = (state) => `/corpora/${encodeURIComponent(state.corpus.name)}`;
+const chosenPath = (state, rest = "") => corpusPath(state.corpus.name, rest);
 
 function choose(files) {
   chosen = [...files];
@@ -61,7 +61,7 @@ async function upload(state, form) {
   const meta = $("#upload-metadata").value.trim();
   if (meta) data.append("metadata", meta);
   formStatus(form, `Uploading ${chosen.length} file(s)…`);
-  const response = await send("POST", `${corpusPath(state)}/documents`, { form: data });
+  const response = await send("POST", chosenPath(state, "/documents"), { form: data });
   const body = await response.clone().json().catch(() => null);
   const box = el("div", { class: "job card" });
   $("#upload-jobs").prepend(box);
@@ -91,12 +91,11 @@ async function showPages(state, doc, row, button) {
   const holder = row.querySelector(".doc-pages");
   if (open) { holder.replaceChildren(); return; }
   try {
-    const detail = await get(`${corpusPath(state)}/documents/${doc.id}`);
+    const detail = await get(chosenPath(state, `/documents/${doc.id}`));
     holder.replaceChildren(el("ul", { class: "page-strip" }, detail.pages.map((p) => el("li", {},
       thumbnail({ ...p, snippet: "", boxes: [] }, `${doc.filename}, page ${p.number}`),
       el("div", { class: "page-meta", text: `p. ${p.number} · ${p.text_source}, ${p.text_chars} chars` }),
-      canQueryByImage(state) ? el("button", { type: "button", class: "quiet small", text: "Pages like this one",
-        onclick: () => state.searchLikePage(p.id, `${doc.filename} p. ${p.number}`) }) : null))));
+      likeButton(state, p.id, `${doc.filename} p. ${p.number}`)))));
   } catch (err) {
     holder.replaceChildren(errorBox(err));
   }
@@ -120,7 +119,7 @@ async function renderDocuments(state) {
   const box = $("#documents-list");
   if (!state.corpus) { box.replaceChildren(emptyState("Create a corpus first (Corpora), then upload here.")); return; }
   try {
-    const docs = await call("GET", `${corpusPath(state)}/documents`);
+    const docs = await call("GET", chosenPath(state, "/documents"));
     if (!docs.length) {
       box.replaceChildren(emptyState(`Corpus ${state.corpus.name} is empty. Upload PDFs, scans or images above.`));
       return;
@@ -148,7 +147,7 @@ async function renderDocuments(state) {
 async function removeDocument(state, doc) {
   if (!await confirmAction(`Delete ${doc.filename}?`, "Its pages, images and vectors are removed from the corpus.")) return;
   try {
-    await del(`${corpusPath(state)}/documents/${doc.id}`);
+    await del(chosenPath(state, `/documents/${doc.id}`));
     await state.refresh();
   } catch (err) {
     $("#documents-list").prepend(errorBox(err));

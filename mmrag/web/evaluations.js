@@ -1,7 +1,6 @@
 // Evaluations: start a suite run (POST /evaluations), watch its progress, see the metric table and
-// the report's plots, compare two runs. REST has no compare endpoint, so the side-by-side table
-// is computed here from the two report.json files (differences of means only; the paired
-// bootstrap intervals and p-values come from `mmrag eval compare`).
+// the report's plots, compare two runs (POST /evaluations/compare: the same paired bootstrap
+// intervals and p-values as `mmrag eval compare`).
 import { get, imageURL, post } from "./api.js";
 import { $, el, emptyState, errorBox, fmt, formStatus, table, when } from "./ui.js";
 
@@ -101,18 +100,21 @@ async function watch(job) {
 async function compare(form) {
   const [a, b] = [$("#compare-a").value, $("#compare-b").value];
   if (!a || !b || a === b) return formStatus(form, "Pick two different finished runs.", true);
-  const [ra, rb] = await Promise.all([get(`/evaluations/${a}/report`), get(`/evaluations/${b}/report`)]);
-  const names = [...new Set([...Object.keys(ra.metrics), ...Object.keys(rb.metrics)])];
-  const rows = names.map((m) => {
-    const [x, y] = [ra.metrics[m], rb.metrics[m]];
-    const d = typeof x === "number" && typeof y === "number" ? y - x : null;
-    return [m, fmt(x), fmt(y), el("span", { class: d > 0 ? "up" : d < 0 ? "down" : "", text: d === null ? "–"
-      : `${d > 0 ? "+" : ""}${d.toFixed(3)}` })];
+  formStatus(form, "Comparing…");
+  const out = await post("/evaluations/compare", { a, b });
+  const signed = (x) => `${x > 0 ? "+" : ""}${x.toFixed(3)}`;
+  const rows = Object.entries(out.metrics).map(([m, r]) => {
+    // a difference counts when its interval leaves out zero
+    const sure = r.ci_low > 0 ? "up" : r.ci_high < 0 ? "down" : "";
+    return [m, fmt(r.mean_a), fmt(r.mean_b), el("span", { class: sure, text: signed(r.delta) }),
+      `[${signed(r.ci_low)}, ${signed(r.ci_high)}]`, fmt(r.p_value), String(r.n)];
   });
+  const conf = Math.round(out.statistics.confidence * 100);
   $("#eval-compare").replaceChildren(el("div", { class: "card" },
-    table(["Metric", `A ${a.slice(0, 8)} ${ra.suite.name}`, `B ${b.slice(0, 8)} ${rb.suite.name}`, "B − A"], rows, "Comparison"),
-    el("p", { class: "muted small", text: "Means from the two reports, computed in this page (the REST API has no " +
-      "compare endpoint). For paired bootstrap intervals and p-values: mmrag eval compare RUN_A RUN_B." })));
+    table(["Metric", `A ${a.slice(0, 8)} ${out.a.label}`, `B ${b.slice(0, 8)} ${out.b.label}`, "B − A",
+      `${conf} % interval`, "p", "n"], rows, "Comparison"),
+    el("p", { class: "muted small", text: `${out.paired_items} paired queries; ${out.statistics.bootstrap_samples} ` +
+      `bootstrap samples; p from a ${out.statistics.test} test. Green or red only where the interval leaves out 0.` })));
   formStatus(form, "");
 }
 

@@ -6,9 +6,15 @@ import { $, el } from "./ui.js";
 
 const norm = (w) => w.toLowerCase().normalize("NFKC").replace(/[^\p{L}\p{N}]+/gu, "");
 
+// Words too common to be worth highlighting (English function words, as search engines drop them).
+const STOPWORDS = new Set(("a an and are as at be by for from has have in is it its of on or that the this to was " +
+  "were what when where which who will with how why do does did not no can than then there their they them these " +
+  "those our we you your he she his her i me my all any been being into over under about after before also").split(" "));
+
 // For each word of the snippet: does it match a query term (same word, or a shared stem of >= 4)?
+// Stopwords of the query highlight nothing.
 export function matchingWords(snippet, query) {
-  const terms = (query || "").split(/\s+/).map(norm).filter((t) => t.length >= 2);
+  const terms = (query || "").split(/\s+/).map(norm).filter((t) => t.length >= 2 && !STOPWORDS.has(t));
   return (snippet || "").split(/\s+/).filter(Boolean).map((word) => {
     const w = norm(word);
     return w.length > 0 && terms.some((t) => t === w || (Math.min(t.length, w.length) >= 4

@@ -1,6 +1,6 @@
 // Search: text, image (upload or paste) or "pages like this one"; spaces, weights, filters;
 // results as highlighted page thumbnails with snippet and, on request, per-space scores.
-import { call, get } from "./api.js";
+import { call, corpusPath, get } from "./api.js";
 import { markSnippet, matchingWords, thumbnail } from "./pages.js";
 import { $, el, emptyState, fmt, formStatus, table } from "./ui.js";
 
@@ -9,6 +9,11 @@ let likePage = null; // {id, label}
 
 // "Pages like this one" and image queries need an image space (clip or colpali) in the corpus.
 export const canQueryByImage = (state) => (state.corpus?.config.spaces || []).some((s) => s === "clip" || s === "colpali");
+
+// The "Pages like this one" button of a page (results, document pages), or null without an image space.
+export const likeButton = (state, pageId, label) => (canQueryByImage(state)
+  ? el("button", { type: "button", class: "quiet small", text: "Pages like this one",
+    onclick: () => state.searchLikePage(pageId, label) }) : null);
 
 function renderChip() {
   const box = $("#search-image-chip");
@@ -109,8 +114,7 @@ function renderResults(state, out, query) {
           r.section?.length ? el("p", { class: "section small", text: `Section: ${r.section.join(" › ")}` }) : null,
           r.snippet ? el("p", { class: "snippet" }, markSnippet(r.snippet, matchingWords(r.snippet, query))) : null,
           scoreTable(r),
-          canQueryByImage(state) ? el("button", { type: "button", class: "quiet small", text: "Pages like this one",
-            onclick: () => state.searchLikePage(r.page_id, label) }) : null));
+          likeButton(state, r.page_id, label)));
     })));
 }
 
@@ -118,7 +122,7 @@ async function run(state, form) {
   if (!state.corpus) return formStatus(form, "Choose or create a corpus first (Corpora).", true);
   const query = $("#search-query").value.trim();
   if (!query && !queryImage && !likePage) return formStatus(form, "Type a query, add an image, or pick a page.", true);
-  const path = `/corpora/${encodeURIComponent(state.corpus.name)}/search`;
+  const path = corpusPath(state.corpus.name, "/search");
   formStatus(form, "Searching…");
   $("#search-results").replaceChildren(); // old results go at once: what shows next is this query's
   let out;
@@ -142,7 +146,7 @@ export function initSearch(state) {
     await known;
     renderSpaceOptions(state);
     if (!corpus) return;
-    try { renderDocumentFilter(state, await call("GET", `/corpora/${encodeURIComponent(corpus.name)}/documents`)); }
+    try { renderDocumentFilter(state, await call("GET", corpusPath(corpus.name, "/documents"))); }
     catch { renderDocumentFilter(state, []); }
   });
   state.searchLikePage = (pageId, label) => {

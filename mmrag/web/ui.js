@@ -45,15 +45,19 @@ export const fmt = (x, digits = 3) => (typeof x === "number" ? x.toFixed(digits)
 export const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
 export const bytes = (n) => (n > 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.max(1, Math.round(n / 1e3))} kB`);
 
-// A modal confirmation (native <dialog>: focus trapped, Esc cancels). Resolves true on OK.
-export function confirmAction(title, text, okLabel = "Delete") {
-  const dialog = $("#confirm-dialog");
-  $("#confirm-title").textContent = title;
-  $("#confirm-text").textContent = text;
-  $("#confirm-ok").textContent = okLabel;
+// Open a native modal <dialog> (focus trapped, Esc cancels); resolves with its returnValue when it closes.
+export function dialogResult(dialog) {
   dialog.returnValue = "";
   dialog.showModal();
   return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true });
   });
+}
+
+// A modal confirmation. Resolves true on OK.
+export async function confirmAction(title, text, okLabel = "Delete") {
+  $("#confirm-title").textContent = title;
+  $("#confirm-text").textContent = text;
+  $("#confirm-ok").textContent = okLabel;
+  return (await dialogResult($("#confirm-dialog"))) === "ok";
 }

@@ -13,6 +13,14 @@ from mmrag.errors import NotFound
 from mmrag.pipeline import build_pipeline
 
 
+def _finished(client: TestClient, job_id: str) -> dict:
+    deadline = time.time() + 300
+    while (job := client.get(f"/evaluations/{job_id}").json())["state"] in ("queued", "running"):
+        assert time.time() < deadline, job
+        time.sleep(0.5)
+    return dict(job)
+
+
 def test_evaluation_job_over_rest(suite_dir, settings, minilm):
     settings.eval_suites_dir = suite_dir.parent
     pipeline = build_pipeline(settings, embedders={"text": minilm})
@@ -27,10 +35,7 @@ def test_evaluation_job_over_rest(suite_dir, settings, minilm):
             r = client.post("/evaluations", json={"suite": "suite"})
             assert r.status_code == 202
             job_id = r.json()["id"]
-            deadline = time.time() + 300
-            while (job := client.get(f"/evaluations/{job_id}").json())["state"] in ("queued", "running"):
-                assert time.time() < deadline, job
-                time.sleep(0.5)
+            job = _finished(client, job_id)
             assert job["state"] == "done", job
             assert str(settings.data_dir) not in str(job), job  # no server path reaches a client
             report = client.get(f"/evaluations/{job_id}/report").json()
@@ -53,5 +58,34 @@ def test_evaluation_job_over_rest(suite_dir, settings, minilm):
             body = answer.json()
             assert body["mode"] == "extractive" and "no vision-language model" in body["notice"].lower()
             assert body["citations"] and body["citations"][0]["filename"] == "alpha.pdf"
+    finally:
+        pipeline.close()
+
+
+def test_compare_two_runs_over_rest_matches_the_cli_comparison(suite_dir, settings, minilm, tmp_path):
+    from mmrag.evaluate.compare import compare_runs
+
+    with (suite_dir / "suite.yaml").open("a") as f:
+        f.write("  dense:\n    pipeline: {spaces: [text]}\n")
+    settings.eval_suites_dir = suite_dir.parent
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    try:
+        with TestClient(create_app(settings, pipeline)) as client:
+            ids = [client.post("/evaluations", json={"suite": "suite", "variant": v}).json()["id"]
+                   for v in (None, "dense")]
+            jobs = [_finished(client, i) for i in ids]
+            assert all(j["state"] == "done" for j in jobs), jobs
+            r = client.post("/evaluations/compare", json={"a": ids[0], "b": ids[1]})
+            assert r.status_code == 200, r.text
+            got = r.json()
+            cli = compare_runs(pipeline.evaluations.out_dir(ids[0]), pipeline.evaluations.out_dir(ids[1]),
+                               tmp_path / "cmp", plots=False)
+            assert got["metrics"] == cli["metrics"] and got["paired_items"] == cli["paired_items"] > 0
+            assert [got["a"]["id"], got["b"]["id"]] == ids and str(settings.data_dir) not in r.text
+            assert [got["a"]["label"], got["b"]["label"]] == ["tiny (bm25)", "tiny:dense (text)"]
+            same = client.post("/evaluations/compare", json={"a": ids[0], "b": ids[0]})
+            assert same.status_code == 400 and "different runs" in same.json()["message"]
+            unknown = client.post("/evaluations/compare", json={"a": ids[0], "b": "deadbeef"})
+            assert unknown.status_code == 404
     finally:
         pipeline.close()

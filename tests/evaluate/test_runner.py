@@ -116,47 +116,6 @@ def test_tied_scores_are_ranked_by_the_convention(suite_dir: Path, tmp_path: Pat
     assert len({m["mrr@1"] for m in kept}) > 1  # without the convention the numbers wobble
 
 
-def test_streaming_answerer_reads_the_done_event() -> None:
-    from dataclasses import dataclass
-
-    from mmrag.evaluate.targets import StreamingAnswerer
-
-    @dataclass
-    class Cite:
-        filename: str
-        page: int
-
-    @dataclass
-    class Event:
-        event: str
-        answer: str = ""
-        mode: str = ""
-        citations: tuple[Cite, ...] = ()
-        timings: tuple[tuple[str, float], ...] = ()
-        code: str = ""
-        message: str = ""
-
-    class Service:
-        def __init__(self, events: list[Event]) -> None:
-            self.events = events
-
-        def answer_stream(self, corpus: str, question: str, top_k: int) -> Any:
-            return iter(self.events)
-
-    done = Event("done", "1868", "vlm", (Cite("alpha.pdf", 1),), (("total", 0.5),))
-    result = StreamingAnswerer(Service([Event("evidence"), Event("token"), done])).answer("c", "q", 3)
-    assert result == {
-        "answer": "1868",
-        "mode": "vlm",
-        "citations": [{"filename": "alpha.pdf", "page": 1}],
-        "timings": {"total": 0.5},
-    }
-    with pytest.raises(MMRAGError, match="overloaded"):
-        StreamingAnswerer(Service([Event("error", code="overloaded", message="busy")])).answer("c", "q", 3)
-    with pytest.raises(MMRAGError, match="without a final event"):
-        StreamingAnswerer(Service([Event("token")])).answer("c", "q", 3)
-
-
 def test_document_suite_reports_page_level_metrics_where_a_question_names_a_page(suite_dir: Path,
                                                                                    tmp_path: Path) -> None:
     spec = (suite_dir / "suite.yaml").read_text().replace("  qa: qa.jsonl\n", "  judge: document\n")

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from mmrag.errors import InvalidInput, Overloaded
+from mmrag.errors import InvalidInput, MMRAGError, Overloaded
 from mmrag.generate.answer import (
     AnswerDone,
     AnswerError,
     AnswerService,
+    Citation,
     EvidenceSelected,
     TokenDelta,
     cited_numbers,
-    sse_lines,
+    event_payloads,
+    final_answer,
 )
 from mmrag.generate.backend import GenerationRequest
 from mmrag.generate.config import VLMConfig
@@ -104,11 +104,24 @@ def test_bad_input() -> None:
         service.answer_stream("c1", "q", top_k=0)
 
 
-def test_sse_lines_and_citation_markers() -> None:
-    text = sse_lines(TokenDelta("token", "Hé\nllo"))
-    assert text.startswith("event: token\ndata: ") and text.endswith("\n\n") and text.count("\n") == 3
-    assert json.loads(text.split("data: ", 1)[1]) == {"text": "Hé\nllo"}
+def test_citation_markers() -> None:
     assert cited_numbers("see [2] and [1, 3], not [9]", 3) == [2, 1, 3]
+
+
+def test_final_answer_reads_the_done_payload_and_raises_the_error_event() -> None:
+    cite = Citation(1, "d1", "alpha.pdf", 1, "p1", 64)
+    done = AnswerDone("done", "1868", "vlm", [cite], {"total": 0.5})
+    events = [EvidenceSelected("evidence", [cite], 64, 0), TokenDelta("token", "1868"), done]
+    assert final_answer(event_payloads(events)) == {
+        "answer": "1868", "mode": "vlm", "timings": {"total": 0.5}, "notice": "",
+        "citations": [{"n": 1, "document_id": "d1", "filename": "alpha.pdf", "page": 1, "page_id": "p1",
+                       "visual_tokens": 64}],
+    }
+    with pytest.raises(Overloaded, match="busy") as caught:
+        final_answer(event_payloads([AnswerError("error", "overloaded", "busy", 3.0)]))
+    assert caught.value.retry_after == 3.0
+    with pytest.raises(MMRAGError, match="without a final event"):
+        final_answer(event_payloads([TokenDelta("token", "x")]))
 
 
 def test_from_config_builds_the_configured_engine(vlm_config: VLMConfig) -> None:

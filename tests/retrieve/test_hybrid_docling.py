@@ -1,4 +1,4 @@
-"""Hybrid beats each single text space on the real docling PDFs (real MiniLM + BM25).
+"""Hybrid against the single text spaces on the real docling PDFs (real MiniLM + BM25).
 
 Queries are paraphrases written from the groundtruth Markdown (not copied phrases); each has
 one relevant page. nDCG@5 per space and fused is printed (``pytest -s``) and asserted.
@@ -47,34 +47,41 @@ def docling_pipeline(tmp_path_factory, minilm, corpus_dir):
 
 
 def mean_ndcg(pipeline, spaces: list[str], weights: dict[str, float] | None = None, rrf_k: int | None = None,
-              fusion: str | None = None) -> float:
+              fusion: str | None = None, queries: list[tuple[str, str, int]] = QUERIES) -> float:
     total = 0.0
-    for query, filename, page in QUERIES:
+    for query, filename, page in queries:
         request = SearchRequest(query=query, top_k=5, spaces=spaces, weights=weights, rrf_k=rrf_k, fusion=fusion)
         result = pipeline.search("d", request)
         ranking = [f"{e.filename}#{e.page}" for e in result.evidence]
         total += ndcg_at_k(ranking, {f"{filename}#{page}": 1}, 5)
-    return total / len(QUERIES)
+    return total / len(queries)
 
 
-def test_default_hybrid_against_each_text_space(docling_pipeline):
-    """The default plan (both text spaces fused with DBSF). On these paraphrases MiniLM alone is
-    best (0.933) and the default hybrid (0.841) only beats BM25 (0.761); on the shipped eval suite
-    it is the other way round (hybrid 0.943 > BM25 0.941 > MiniLM 0.840). Asserted: what holds on
-    both sets; the tuned weighted RRF below is what beats both spaces here."""
-    scores = {"text": mean_ndcg(docling_pipeline, ["text"]), "bm25": mean_ndcg(docling_pipeline, ["bm25"]),
+def test_default_hybrid_beats_bm25_on_paraphrases(docling_pipeline):
+    """The default plan (both text spaces fused with DBSF) against BM25 alone, on paraphrases that share
+    few words with the page. MiniLM alone is best here (0.933; hybrid 0.841, BM25 0.761), while on the
+    shipped eval suite it is the other way round (hybrid 0.943 > BM25 0.941 > MiniLM 0.840): what holds
+    on both sets is that fusing in the dense space lifts BM25."""
+    scores = {"bm25": mean_ndcg(docling_pipeline, ["bm25"]),
               "hybrid (default, dbsf)": mean_ndcg(docling_pipeline, ["text", "bm25"])}
     print("\nnDCG@5 over", len(QUERIES), "paraphrase queries:", {k: round(v, 3) for k, v in scores.items()})
-    assert min(scores["text"], scores["bm25"]) < scores["hybrid (default, dbsf)"]
+    assert scores["hybrid (default, dbsf)"] > scores["bm25"]
 
 
-def test_weighted_rrf_beats_each_text_space(docling_pipeline):
-    """Qdrant's weighted RRF scores ``1 / (rank / weight + k - 1)``: with k = 1 that is the
-    classic ``weight / rank``; with the default k = 60 weights barely move anything (and a
-    large weight flattens that space's own ordering). Settings chosen on these queries."""
-    scores = {"text": mean_ndcg(docling_pipeline, ["text"]), "bm25": mean_ndcg(docling_pipeline, ["bm25"]),
-              "rrf k=60 equal": mean_ndcg(docling_pipeline, ["text", "bm25"], fusion="rrf"),
-              "rrf k=1 text x2": mean_ndcg(docling_pipeline, ["text", "bm25"], {"text": 2.0}, rrf_k=1)}
-    print("\nnDCG@5 over", len(QUERIES), "paraphrase queries:", {k: round(v, 3) for k, v in scores.items()})
-    assert scores["rrf k=1 text x2"] > scores["text"]
-    assert scores["rrf k=1 text x2"] > scores["bm25"]
+def test_weighted_rrf_tuned_on_half_the_queries_holds_on_the_other_half(docling_pipeline):
+    """Qdrant's weighted RRF scores ``1 / (rank / weight + k - 1)``: with k = 1 that is the classic
+    ``weight / rank``; with k = 60 weights barely move anything. The text weight and k are chosen on
+    the even-numbered queries; on the odd-numbered ones the tuned fusion must beat BM25 and lose
+    nothing against the best single space (MiniLM scores 1.000 there, so nothing can beat it)."""
+    tune, held = QUERIES[0::2], QUERIES[1::2]
+    grid = [({"text": w}, k) for w in (1.0, 1.5, 2.0, 3.0) for k in (1, 10, 60)]
+    best = max(grid, key=lambda wk: mean_ndcg(docling_pipeline, ["text", "bm25"], wk[0], rrf_k=wk[1],
+                                              fusion="rrf", queries=tune))
+    held_scores = {"text": mean_ndcg(docling_pipeline, ["text"], queries=held),
+                   "bm25": mean_ndcg(docling_pipeline, ["bm25"], queries=held),
+                   f"rrf {best}": mean_ndcg(docling_pipeline, ["text", "bm25"], best[0], rrf_k=best[1], fusion="rrf",
+                                           queries=held)}
+    print("\nheld-out nDCG@5:", {k: round(v, 3) for k, v in held_scores.items()})
+    tuned = held_scores[f"rrf {best}"]
+    assert tuned > held_scores["bm25"]
+    assert tuned >= max(held_scores["text"], held_scores["bm25"])

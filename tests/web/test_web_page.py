@@ -59,6 +59,35 @@ def test_the_key_is_kept_in_the_session_only_and_sent_on_every_request(desktop, 
     no_console_errors(console)
 
 
+HUB_ERROR = ("open_clip:ViT-B-32/laion2b_s34b_b79k: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', "
+             "port=443): Max retries exceeded with url: /timm/vit_base_patch32_clip_224.laion2b/resolve/main/"
+             "open_clip_model.safetensors\"), '(Request ID: 1234)')\nWe couldn't connect to "
+             "'https://huggingface.co' to load this file, couldn't find it in the cached files and it looks like "
+             "timm/vit_base_patch32_clip_224.laion2b is not the path to a directory containing a file named "
+             "open_clip_model.safetensors.\nCheckout your internet connection or see how to run the library in "
+             "offline mode at 'https://huggingface.co/docs/transformers/installation#offline-mode'.")
+
+
+def test_the_banner_says_in_one_short_line_what_is_off_and_what_to_do(desktop):
+    page, console = desktop
+    lines = page.locator("#health .off-list > li")
+    expect(lines.first).to_be_visible()
+    texts = lines.all_inner_texts()
+    assert any(t.startswith("vlm is off: turned off in the configuration") for t in texts), texts
+    # a model that failed to load: one line saying what is off and what to set, the hub's reason folded away
+    item = page.evaluate_handle("async (why) => (await import('/static/app.js')).offLine('clip', why)", HUB_ERROR)
+    page.evaluate("(li) => document.querySelector('#health .off-list').append(li)", item)
+    line = lines.last
+    expect(line).to_contain_text("clip is off: its model is not on this machine and cannot be downloaded. "
+                                 "Set MMRAG_EMBED__CLIP_MODEL to a local model folder")
+    why = line.locator("details.why pre")
+    expect(why).to_be_hidden()  # the full reason only on demand
+    line.get_by_text("Why", exact=True).click()
+    expect(why).to_have_text(HUB_ERROR)
+    line.evaluate("li => li.remove()")  # the banner as the server made it, for the other tests' screenshots
+    no_console_errors(console)
+
+
 def test_empty_state_then_create_corpus(desktop):
     page, console = desktop
     expect(page.locator("#corpora-list")).to_contain_text("No corpus yet")
@@ -144,6 +173,9 @@ def test_search_shows_highlighted_thumbnails_and_scores(desktop):
     expect(first.locator(".section")).to_have_text("Section: The Rise of Personal Computers (1980s)")  # its heading
     expect(first.locator("mark").first).to_be_visible()
     assert first.locator("mark").all_inner_texts()[0].lower().startswith(("typewriter", "patent"))
+    marked = page.evaluate("async () => (await import('/static/pages.js')).matchingWords("
+                           "'The typewriter was patented in the year', 'when was the typewriter patented')")
+    assert marked == [False, True, False, True, False, False, False]  # stopwords of the query mark nothing
     hits = first.locator(".thumb .box.hit")
     assert hits.count() >= 2  # "typewriter" and "Patented" drawn from their word boxes
     frame, box = first.locator(".thumb .page-frame").bounding_box(), hits.first.bounding_box()
@@ -234,8 +266,13 @@ def test_evaluation_quick_variant_table_plots_and_compare(desktop):
     page.get_by_role("button", name="Compare").click()
     table = page.locator("#eval-compare table")
     expect(table.get_by_role("row", name="ndcg@5")).to_be_visible()
-    deltas = table.locator("tbody tr td:last-child").all_inner_texts()
+    rows = table.locator("tbody tr")
+    deltas = rows.locator("td:nth-child(4)").all_inner_texts()  # th metric, td A, td B, td B - A, interval, p, n
     assert deltas and set(deltas) == {"0.000"}, deltas  # the same suite twice: identical metrics
+    assert set(rows.locator("td:nth-child(5)").all_inner_texts()) == {"[0.000, 0.000]"}
+    paired = set(rows.locator("td:nth-child(7)").all_inner_texts())
+    assert "9" in paired and paired <= {"9", "4"}, paired  # 9 queries; answer metrics over the 4 questions
+    expect(page.locator("#eval-compare")).to_contain_text("paired queries")
     screenshot(page, "evaluation")
     no_console_errors(console)
 

@@ -1,0 +1,17 @@
+"""The command line registers every command group it is written with (a broken import fails loudly)."""
+
+from __future__ import annotations
+
+import typer
+from typer.testing import CliRunner
+
+from mmrag.cli import app
+
+
+def test_every_command_and_group_is_registered() -> None:
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    assert set(command.commands) == {"serve", "ingest", "search", "corpora", "reweight-bm25", "embed-serve",
+                                     "answer", "eval", "worker", "keys"}
+    result = CliRunner().invoke(app, ["eval", "--help"])
+    assert result.exit_code == 0 and "run" in result.output
