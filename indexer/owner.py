@@ -32,7 +32,6 @@ class CeleryRunner:
         self.writer, self.config = writer, settings.jobs
         self.app = make_celery(settings)
         self.consume_writes = not settings.store.url if consume_writes is None else consume_writes
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -51,19 +50,15 @@ class CeleryRunner:
             t.join(timeout)
 
     def submit(self, corpus: str, uploads: list[Upload]) -> str:
-        with self._lock:
-            job_id, work = self.writer.submit(corpus, uploads)
+        job_id, work = self.writer.submit(corpus, uploads)
         send(self.app, work)
         return job_id
 
     def cancel(self, job_id: str) -> JobStatus:
-        with self._lock:
-            return self.writer.cancel(job_id)
+        return self.writer.cancel(job_id)
 
     def _resend(self, job_id: str, why: str) -> None:
-        with self._lock:
-            work = self.writer.pending_work(job_id)
-            self.writer.jobs.touch(job_id)
+        work = self.writer.pending_work(job_id, touch=True)
         log.warning("job %s (%s): re-sending %d pending work items", job_id, why, len(work))
         send(self.app, work)
 
@@ -79,8 +74,7 @@ class CeleryRunner:
         stage: Stage = str(message.headers.get("task", "")).removeprefix("mmrag.")  # type: ignore[assignment]
         try:
             args = body[0] if isinstance(body, list | tuple) else []
-            with self._lock:
-                work = self.writer.handle(Work.from_args(stage, *args))
+            work = self.writer.handle(Work.from_args(stage, *args))
             send(self.app, work)
         except Exception:  # a bad message must not block the queue; the stall watchdog redoes the batch
             log.exception("write-queue message %s failed", message.headers.get("id"))

@@ -8,7 +8,6 @@ process owning the store. Each task sends the work its stage returns to the next
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,7 @@ from celery import Celery, Task
 from indexer.app import task_name
 from mmrag.config import JobsConfig
 from mmrag.jobs.model import Stage, Work
-from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, run_stage
+from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, retry_delay, run_stage
 
 
 def send(app: Celery, work: list[Work]) -> None:
@@ -33,7 +32,7 @@ def run_with_retries(task: Task, ctx: StageContext, config: JobsConfig, work: Wo
         retries = task.request.retries
         if retries >= config.max_retries:
             return give_up(work, exc)
-        raise task.retry(exc=exc, countdown=config.retry_backoff_s * 2 ** retries) from exc
+        raise task.retry(exc=exc, countdown=retry_delay(config, retries)) from exc
 
 
 def register_worker_tasks(app: Celery, ctx: StageContext, config: JobsConfig) -> None:
@@ -48,13 +47,12 @@ def register_worker_tasks(app: Celery, ctx: StageContext, config: JobsConfig) ->
 
 
 def register_writer_tasks(app: Celery, handle: Callable[[Work], list[Work]]) -> None:
-    lock = threading.Lock()  # job state transitions are applied one at a time
+    """``handle`` is :meth:`JobWriter.handle`, which applies one state transition at a time itself."""
 
     def define(stage: Stage) -> None:
         @app.task(name=task_name(stage), bind=True)
         def writer_task(self: Task, job_id: str, file: int, batch: int, info: dict[str, Any]) -> None:
-            with lock:
-                send(app, handle(Work.from_args(stage, job_id, file, batch, info)))
+            send(app, handle(Work.from_args(stage, job_id, file, batch, info)))
 
     owner_stages: tuple[Stage, ...] = ("write", "commit")
     for stage in owner_stages:

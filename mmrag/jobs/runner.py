@@ -22,7 +22,7 @@ from typing import Protocol
 from mmrag.config import JobsConfig, Settings
 from mmrag.errors import Unavailable
 from mmrag.jobs.model import JobStatus, Work
-from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, run_stage
+from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, retry_delay, run_stage
 from mmrag.jobs.writer import JobWriter, Upload
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,6 @@ class LocalRunner:
         self.ctx, self.writer, self.config = ctx, writer, config
         self.queues: dict[str, queue.Queue[Work | None]] = {q: queue.Queue() for q in ("cpu", "gpu", "write")}
         self._threads: list[threading.Thread] = []
-        self._write_lock = threading.Lock()
         self._stopping = threading.Event()
 
     def start(self) -> None:
@@ -57,8 +56,7 @@ class LocalRunner:
                 t.start()
                 self._threads.append(t)
         for job_id in self.writer.jobs.unfinished():
-            with self._write_lock:
-                work = self.writer.pending_work(job_id)
+            work = self.writer.pending_work(job_id)
             log.warning("resuming job %s: %d work items", job_id, len(work))
             self.send(work)
 
@@ -81,14 +79,12 @@ class LocalRunner:
         if not self._threads:
             raise Unavailable("this process does not run ingestion jobs (its pipeline was built with "
                               "run_jobs=False)")
-        with self._write_lock:
-            job_id, work = self.writer.submit(corpus, uploads)
+        job_id, work = self.writer.submit(corpus, uploads)
         self.send(work)
         return job_id
 
     def cancel(self, job_id: str) -> JobStatus:
-        with self._write_lock:
-            return self.writer.cancel(job_id)
+        return self.writer.cancel(job_id)
 
     # workers -------------------------------------------------------------------------
     def _loop(self, name: str) -> None:
@@ -104,18 +100,16 @@ class LocalRunner:
 
     def _run(self, work: Work) -> list[Work]:
         if work.queue == "write":
-            with self._write_lock:
-                return self.writer.handle(work)
-        delay = self.config.retry_backoff_s
+            return self.writer.handle(work)
         for attempt in range(self.config.max_retries + 1):
             try:
                 return run_stage(self.ctx, work)
             except TRANSIENT as exc:
                 if attempt == self.config.max_retries or self._stopping.is_set():
                     return give_up(work, exc)
+                delay = retry_delay(self.config, attempt)
                 log.warning("%s of job %s: %s; retry in %.1fs", work.stage, work.job_id, exc, delay)
                 time.sleep(delay)
-                delay *= 2
         return []
 
 

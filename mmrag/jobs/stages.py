@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from mmrag.config import IngestConfig
+from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.ingest.doc_evidence import complete_facts
 from mmrag.ingest.page_store import RenderSpec
@@ -150,6 +150,11 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
     except Exception as exc:
         log.exception("%s of job %s file %d batch %d failed", work.stage, work.job_id, work.file, work.batch)
         return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
+
+
+def retry_delay(config: JobsConfig, retries: int) -> float:
+    """Seconds to wait before retry number ``retries + 1`` of a transient error (exponential backoff)."""
+    return float(config.retry_backoff_s * 2**retries)
 
 
 def give_up(work: Work, exc: BaseException) -> list[Work]:

@@ -10,16 +10,20 @@ finishes once all its files have. After a crash :meth:`JobWriter.pending_work` r
 still to do from the job state and the spool: unplanned files are planned again, batches not
 written restart from their last stage output found in the spool.
 
-Lifecycle: built by the shell that owns the pipeline; thread-safe (serialise ``handle`` calls,
-as the embedded runner and the write-queue consumer do).
+Lifecycle: built by the shell that owns the pipeline; thread-safe: every method that changes job
+state (``submit``, ``handle``, ``cancel``, ``pending_work``, ``delete_document``) takes the writer's
+own lock, so state transitions are applied one at a time whichever runner calls them.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mmrag.catalog import Catalog
 from mmrag.config import IngestConfig
@@ -72,11 +76,28 @@ def with_attachments(uploads: list[Upload]) -> list[Upload]:
     return out
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def serialised(method: Callable[Concatenate[JobWriter, P], R]) -> Callable[Concatenate[JobWriter, P], R]:
+    """Run the method under the writer's lock (the single-writer rule kept by the writer itself)."""
+
+    @functools.wraps(method)
+    def locked(self: JobWriter, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class JobWriter:
     def __init__(self, catalog: Catalog, store: VectorStore, jobs: JobStore, spool: Spool) -> None:
         self.catalog, self.store, self.jobs, self.spool = catalog, store, jobs, spool
+        self._lock = threading.RLock()  # re-entrant: a serialised method may call another
 
     # creation ----------------------------------------------------------------------
+    @serialised
     def submit(self, corpus: str, uploads: list[Upload]) -> tuple[str, list[Work]]:
         """Spool the bytes, record the job; returns its id and the first work (a plan per new file)."""
         corpus_config = bm25_stats.indexing_config(self.catalog, corpus, self.catalog.corpus_config(corpus))
@@ -95,6 +116,7 @@ class JobWriter:
         return job_id, [Work("plan", job_id, i) for i, f in enumerate(files) if f.state == FileState.QUEUED]
 
     # applying work -------------------------------------------------------------------
+    @serialised
     def handle(self, work: Work) -> list[Work]:
         job = self.jobs.status(work.job_id)
         if job.finished or job.files[work.file].state in FINISHED_FILE:
@@ -135,6 +157,7 @@ class JobWriter:
         self.spool.drop_file(job.id, file)
         self._maybe_finish_job(job.id)
 
+    @serialised
     def delete_document(self, corpus: str, doc_id: str) -> None:
         """Vectors first, then the catalog (a crash in between leaves a listed document to delete again)."""
         self.catalog.document(corpus, doc_id)
@@ -184,6 +207,7 @@ class JobWriter:
             if not self.jobs.blob_in_use(blob):
                 self.spool.drop_blob(blob)
 
+    @serialised
     def cancel(self, job_id: str) -> JobStatus:
         """Stop a job: workers skip its remaining work; finished files stay, unfinished ones leave no vectors."""
         job = self.jobs.status(job_id)
@@ -199,12 +223,16 @@ class JobWriter:
         return self.jobs.status(job_id)
 
     # resuming ------------------------------------------------------------------------
-    def pending_work(self, job_id: str) -> list[Work]:
-        """The work still to do for an unfinished job, from its state and the spool (after a crash)."""
+    @serialised
+    def pending_work(self, job_id: str, *, touch: bool = False) -> list[Work]:
+        """The work still to do for an unfinished job, from its state and the spool (after a crash);
+        ``touch`` marks the job as progressing now (it is being re-sent)."""
         try:
             job = self.jobs.status(job_id)
         except NotFound:
             return []
+        if touch:
+            self.jobs.touch(job_id)
         out: list[Work] = []
         for f in job.files:
             if f.state == FileState.QUEUED:
