@@ -157,9 +157,17 @@ class Catalog(SqliteDB):
         return self.document(corpus, doc.id)
 
     def documents_signature(self, corpus: str) -> tuple[int, str]:
-        """(count, newest creation time) of ``corpus``'s documents: changes when documents are added or deleted."""
-        rows = self._rows("SELECT count(*), coalesce(max(created_at), '') FROM documents WHERE corpus = ?", corpus)
-        return int(rows[0][0]), str(rows[0][1])
+        """(count, newest creation time and metadata size) of ``corpus``'s documents: changes when documents
+        are added, deleted or their facts rewritten (``mmrag reindex-documents``)."""
+        rows = self._rows("SELECT count(*), coalesce(max(created_at), ''), total(length(metadata)) FROM documents "
+                          "WHERE corpus = ?", corpus)
+        return int(rows[0][0]), f"{rows[0][1]}|{int(rows[0][2])}"
+
+    def set_document_metadata(self, corpus: str, doc_id: str, metadata: dict[str, Any]) -> None:
+        """Replace a document's metadata (its re-derived facts, :mod:`mmrag.jobs.doc_reindex`)."""
+        with self._lock:
+            self._db.execute("UPDATE documents SET metadata = ? WHERE corpus = ? AND id = ?",
+                             (json.dumps(metadata), corpus, doc_id))
 
     def document_facts(self, corpus: str) -> list[tuple[str, str, DocumentFacts]]:
         """(id, filename, facts) of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from mmrag.cli.commands import corpora, ingest, reweight_bm25, serve
+from mmrag.cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serve
 from mmrag.cli.search_cmd import search
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -23,6 +23,7 @@ app.command()(ingest)
 app.command()(search)
 app.command()(corpora)
 app.command(name="reweight-bm25")(reweight_bm25)
+app.command(name="reindex-documents")(reindex_documents)
 
 
 def _optional(module: str, attr: str, name: str, group: bool) -> None:
