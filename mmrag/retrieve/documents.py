@@ -95,6 +95,8 @@ def _written_as_name(text: str, start: int, end: int) -> bool:
     word = text[start:end]
     if _POSSESSIVE.match(text, end):
         return True
+    if not any(ch.islower() for ch in text):
+        return False  # all capitals say nothing about names
     rest = text[:start] + " " + text[end:]
     others = [w for w in re.findall(r"(?<![\w'’])[A-Za-z][a-zA-Z'’-]*", rest) if not w.isupper()]
     casing = sum(w[0].isupper() for w in others) / len(others) if others else 0.0
