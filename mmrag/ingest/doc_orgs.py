@@ -27,7 +27,7 @@ _LEGAL_FORM = r"Inc|Incorporated(?!\s+(?:by|in|under|herein|into|as)\b)|Corp|Cor
 _ORG_WORD = r"Company|Group|Holdings|Foundation|Institute|University|Association|Agency|Society|Bank|Trust"
 _TOKEN = r"(?:[A-Z][\w&'’.-]*|[0-9]+[A-Za-z][\w&'’.-]*|[a-z]+[A-Z][\w'’.-]*|[a-z][\w-]*\.(?:com|net|org|io))"
 _JOIN = r"(?:of|and|the|for|&|de)"
-ORG = re.compile(rf"(?<![\w.])((?:(?:The|THE)\s+)?{_TOKEN}(?:[ \t,]+(?:{_TOKEN}|{_JOIN})){{0,5}}?,?[ \t]+"
+ORG = re.compile(rf"(?<![\w.-])((?:(?:The|THE)\s+)?{_TOKEN}(?:[ \t,]+(?:{_TOKEN}|{_JOIN})){{0,5}}?,?[ \t]+"
                  rf"(?:(?i:{_LEGAL_FORM})|(?i:{_ORG_WORD})))\.?(?![\w&'’-])")
 _STRONG = re.compile(rf"(?i:{_LEGAL_FORM}|Company)\.?$")
 _CAPTION = re.compile(r"exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)

@@ -17,7 +17,7 @@ Labels (the payload values a query's periods are matched against):
   (fiscal year), the end date ``2023-07-01``, ``FY2023-H1`` for a second quarter; then the periods the
   file name gives (``2023-Q3``, ``FY2019``), which count no more than the document's own;
 - ``comparatives``: what every report also shows beside it (the prior years, the same quarter a year
-  earlier, the prior year-end date);
+  earlier, the prior year-end date; an annual report's fourth quarter and second half);
 - ``calendar``: the calendar quarter a fiscal quarter mostly covers (``2023-Q2`` for a quarter ending
   July 1), for questions that count quarters by the calendar.
 """
@@ -219,7 +219,8 @@ def reporting_labels(rep: Reporting) -> tuple[list[str], list[str], list[str]]:
     if rep.kind == "year" and rep.end:
         fy = int(fiscal_label(rep.end, fye, None)[2:])
         periods += [f"FY{fy}", rep.end]
-        comparatives += [f"FY{fy - 1}", f"FY{fy - 2}", f"{int(rep.end[:4]) - 1}{rep.end[4:]}"]
+        comparatives += [f"FY{fy - 1}", f"FY{fy - 2}", f"{int(rep.end[:4]) - 1}{rep.end[4:]}",
+                         f"FY{fy}-Q4", f"FY{fy}-H2"]  # an annual report also shows its last quarter, half
     elif rep.kind == "quarter" and rep.quarter:
         if rep.fiscal_year:
             fy = rep.fiscal_year

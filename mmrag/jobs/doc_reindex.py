@@ -50,8 +50,9 @@ def reindex_documents(catalog: Catalog, store: VectorStore, spaces: dict[str, Sp
     for info in catalog.list_documents(corpus, limit=1_000_000):
         stored = info.metadata.get("doc")
         before = DocumentFacts.from_dict(stored if isinstance(stored, dict) else None)
-        page_list = catalog.stored_pages(corpus, info.id)
-        words = [p.words for p in page_list[:FIRST_PAGES]]
+        page_list = catalog.pages_of(corpus, info.id)
+        first = catalog.page_words(corpus, [p.id for p in page_list[:FIRST_PAGES]])
+        words = [first.get(p.id, []) for p in page_list[:FIRST_PAGES]]
         facts = refresh_facts(DocumentFacts.from_dict(before.as_dict()), info.filename, words)
         documents += 1
         if facts.as_dict() == before.as_dict() and isinstance(stored, dict):

@@ -86,7 +86,7 @@ def test_earnings_releases() -> None:
 
 
 def test_an_8k_is_dated_by_its_date_of_report() -> None:
-    mcd = filing("MCDONALDS_8K_dated-2023-02-13.pdf")  # "Date of report (Date of earliest event reported): February 13, 2023"
+    mcd = filing("MCDONALDS_8K_dated-2023-02-13.pdf")  # "Date of report (...earliest event...): February 13, 2023"
     assert mcd.form == "8-K" and mcd.periods == ["2023-02-13"] and mcd.entities[0] == "McDONALD’S CORPORATION"
     crm = filing("SALESFORCE_2021_8K_dated-2021-07-21.pdf")  # "July 21, 2021 / Date of Report (...)"
     assert crm.periods[0] == "2021-07-21" and crm.entities[0] == "salesforce.com, inc"  # lower case, caption
