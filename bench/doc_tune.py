@@ -3,7 +3,7 @@ nDCG@5 and page nDCG@5 per arm, through the real ``Pipeline.search`` of an inges
 
 An arm is a set of overrides: ``RetrieveConfig`` fields (``document_weight=1``, ``prior_strength=2``,
 ``document_stage=false``) and the weights of the fit's parts (``fit.entity=0``, ``fit.period=0``,
-``fit.form=0``, ``fit.latest=0``, ``fit.weak=0``). The pipeline is built once; each arm replaces the
+``fit.form=0``, ``fit.latest=0``, ``fit.weak=0``, ``fit.floor=0.1``, ``fit.conjunctive=0``). The pipeline is built once; each arm replaces the
 retriever's config (no model is rebuilt). Quality is deterministic: no rounds; intervals are 95 %
 bootstrap over the questions (differences paired with the first arm).
 
@@ -86,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     arms = [parse_arm(a) for a in args.arm] or [("default", {}, {})]
     settings, pipeline = open_search_pipeline(args.data_dir)
-    weights, weak = dict(documents.WEIGHTS), documents.WEAK
+    weights, weak, floor, conjunctive = dict(documents.WEIGHTS), documents.WEAK, documents.FLOOR, documents.CONJUNCTIVE
     try:
         suite = load_suite(args.suite)
         questions = split_questions(suite, args.split)
@@ -99,11 +99,13 @@ def main() -> None:
             pipeline.retriever.config = merge_settings(settings, {"retrieve": config}).retrieve
             documents.WEIGHTS.update({k: v for k, v in fit.items() if k in FIT_PARTS})
             documents.WEAK = fit.get("weak", weak)
+            documents.FLOOR = fit.get("floor", floor)
+            documents.CONJUNCTIVE = bool(fit.get("conjunctive", conjunctive))
             pipeline.retriever.documents = documents.DocumentsCache(pipeline.catalog)
             results[name] = question_rows(pipeline, suite, questions, template)
             documents.WEIGHTS.clear()
             documents.WEIGHTS.update(weights)
-            documents.WEAK = weak
+            documents.WEAK, documents.FLOOR, documents.CONJUNCTIVE = weak, floor, conjunctive
             means = {k: round(float(np.mean([r[k] for r in results[name] if k in r])), 4)
                      for k in ("first", "doc_ndcg5", "page_ndcg5")}
             print(json.dumps({"arm": name, **config, **{f"fit.{k}": v for k, v in fit.items()}, **means}), flush=True)

@@ -125,11 +125,11 @@ class RetrieveConfig(BaseModel):
     document_stage: bool = True
     """Combine each page's match with its document's (corpora with the ``document`` space: title,
     entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
-    document_weight: float = Field(2.0, ge=0, le=100)
+    document_weight: float = Field(1.0, ge=0, le=100)
     """Weight of the match of the query with each document's evidence text (``w``): a page's score is
     ``page * (1 + w * document + s * fit)``, ``document`` in [0, 2] (DBSF of two spaces). 0 turns the
     document stage off."""
-    prior_strength: float = Field(2.0, ge=0, le=100)
+    prior_strength: float = Field(8.0, ge=0, le=100)
     """Weight of each document's fit to what the query names (``s``): its organisation, period (a
     comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
     names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""

@@ -33,6 +33,8 @@ RECENCY = re.compile(r"\b(?:latest|newest|most\s+recent(?:ly)?|up-to-date|curren
 WEIGHTS = {"entity": 1.5, "period": 1.0, "form": 0.5, "latest": 0.5}
 """How much each named constraint counts in a document's fit (normalised over those the query names)."""
 WEAK = 0.3  # fit of a period a document only shows beside its own (comparatives, calendar quarters)
+FLOOR = 0.1  # what a constraint the document does not meet leaves of its fit (soft conjunction)
+CONJUNCTIVE = True  # combine the constraints as a soft conjunction (else their weighted mean)
 BOILERPLATE_SHARE = 0.5  # a name in more than this share of the documents ...
 BOILERPLATE_MAIN = 0.25  # ... that is the main entity of at most this share of them is boilerplate
 
@@ -163,30 +165,38 @@ class CorpusDocuments:
         return tuple(found)
 
     def match(self, text: str) -> DocumentMatch:
-        """Each document's fit to the query: the weighted share of the constraints the query names
-        (organisation, period, form, latest) that the document meets; a period it only shows beside its
-        own (a comparative) meets it by :data:`WEAK`."""
+        """Each document's fit to the query: for each constraint the query names (organisation, period,
+        form, latest) how well the document meets it (1; a period it only shows beside its own, a
+        comparative: :data:`WEAK`; else 0), combined as a soft conjunction: the product of
+        ``FLOOR + (1 - FLOOR) * met`` raised to the constraint's weight (:data:`CONJUNCTIVE`; else the
+        weighted mean). A document that meets everything fits 1."""
         cores = set(self.named_cores(text))
         periods = query_periods(text)
         forms = set(named_forms(text, self.forms))
         latest = set(self.latest) if wants_recency(text) and self.latest else set()
         asked = (("entity", cores), ("period", periods), ("form", forms), ("latest", latest))
-        named = tuple(k for k, on in asked if on)
-        total = sum(WEIGHTS[k] for k in named)
+        named = tuple(k for k, on in asked if on and WEIGHTS[k] > 0)
         fit: dict[str, float] = {}
-        for doc_id, facts in self.facts.items() if total else ():
-            score = 0.0
-            if cores and self.main.get(doc_id) in cores:
-                score += WEIGHTS["entity"]
+        for doc_id, facts in self.facts.items() if named else ():
+            met = {"entity": float(self.main.get(doc_id) in cores), "form": float(facts.form in forms),
+                   "latest": float(doc_id in latest)}
             if periods:
-                score += WEIGHTS["period"] * period_fit(facts, periods)
-            if forms and facts.form in forms:
-                score += WEIGHTS["form"]
-            if doc_id in latest:
-                score += WEIGHTS["latest"]
-            if score > 0:
-                fit[doc_id] = round(score / total, 3)
+                met["period"] = period_fit(facts, periods)
+            value = combine({k: met[k] for k in named})
+            if value > 0:
+                fit[doc_id] = round(value, 3)
         return DocumentMatch(fit, named)
+
+
+def combine(met: Mapping[str, float]) -> float:
+    """The fit of a document from how well it meets each named constraint (see :meth:`CorpusDocuments.match`)."""
+    if CONJUNCTIVE:
+        value = 1.0
+        for k, m in met.items():
+            value *= (FLOOR + (1 - FLOOR) * m) ** WEIGHTS[k]
+        return value if any(met.values()) else 0.0
+    total = sum(WEIGHTS[k] for k in met)
+    return sum(WEIGHTS[k] * m for k, m in met.items()) / total
 
 
 def period_fit(facts: DocumentFacts, periods: QueryPeriods) -> float:
