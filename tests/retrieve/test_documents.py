@@ -88,11 +88,12 @@ def test_latest_asks_for_the_newest_of_a_series_by_form() -> None:
     assert fit["mcd-q1"] < 1.0 and fit["mcd-8k"] < fit["mcd-q1"]
 
 
-def test_fit_is_the_share_of_what_the_query_names_that_a_document_meets() -> None:
+def test_fit_is_a_soft_conjunction_of_what_the_query_names() -> None:
     fit = CORPUS.match("3M cash flow statement for FY2018").fit
     assert fit["mmm18"] == 1.0  # organisation and reporting period
-    assert fit["mmm18"] > fit["mmm19"] > CORPUS.match("3M cash flow statement").fit["mmm18"] * 0 + 0.6  # comparative
-    assert fit.get("ko16", 0.0) == 0.0 and "tgt" not in fit
+    assert 0.2 < fit["mmm19"] < 0.5  # the right organisation, the year only as a comparative
+    assert fit.get("ko16", 0.0) < 0.1 and fit.get("tgt", 0.0) < 0.1  # neither: next to nothing
+    assert max(fit, key=lambda d: fit[d]) == "mmm18"
     both = CORPUS.match("Coca-Cola revenue change from FY2015 to FY2016").fit
     assert max(both, key=lambda d: both[d]) == "ko16"  # the report that holds both years
     assert CORPUS.match("how do I reset my password").fit == {}
