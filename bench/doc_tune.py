@@ -3,7 +3,8 @@ nDCG@5 and page nDCG@5 per arm, through the real ``Pipeline.search`` of an inges
 
 An arm is a set of overrides: ``RetrieveConfig`` fields (``document_weight=1``, ``prior_strength=2``,
 ``document_stage=false``) and the weights of the fit's parts (``fit.entity=0``, ``fit.period=0``,
-``fit.form=0``, ``fit.latest=0``, ``fit.weak=0``, ``fit.floor=0.1``, ``fit.conjunctive=0``). The pipeline is built once; each arm replaces the
+``fit.form=0``, ``fit.latest=0``, ``fit.weak=0``, ``fit.floor=0.1``, ``fit.conjunctive=0``: the
+weighted mean instead of the soft conjunction). The pipeline is built once; each arm replaces the
 retriever's config (no model is rebuilt). Quality is deterministic: no rounds; intervals are 95 %
 bootstrap over the questions (differences paired with the first arm).
 
@@ -62,7 +63,8 @@ def split_questions(suite: Suite, split: str | None) -> list[Query]:
     return [q for q in judged if q.id in wanted]
 
 
-def question_rows(pipeline: Any, suite: Suite, questions: list[Query], template: SearchRequest) -> list[dict[str, float]]:
+def question_rows(pipeline: Any, suite: Suite, questions: list[Query],
+                  template: SearchRequest) -> list[dict[str, float]]:
     """Per question: right document first (success@1 of documents), document nDCG@5, page nDCG@5."""
     rows = []
     for q in questions:
