@@ -77,6 +77,7 @@ def run_command(
     data_dir: Annotated[Path | None, typer.Option(help="mmrag data folder for in-process runs.")] = None,
     variant: Annotated[str | None, typer.Option(help="Named variant of the suite (see its 'variants').")] = None,
     corpus: Annotated[Path | None, typer.Option(help="Override the suite's corpus folder.")] = None,
+    split: Annotated[str | None, typer.Option(help="Run one split of the suite's queries (e.g. tune, test).")] = None,
     spaces: Annotated[str | None, typer.Option(help="Override the spaces, comma-separated (e.g. text,bm25).")] = None,
     plots: Annotated[bool, typer.Option(help="Draw PNG plots.")] = True,
 ) -> None:
@@ -84,11 +85,12 @@ def run_command(
     from mmrag.evaluate.suite import load_suite
 
     try:
-        loaded = load_suite(suite, variant=variant, corpus_dir=corpus)
+        loaded = load_suite(suite, variant=variant, corpus_dir=corpus, split=split)
         if spaces:
             loaded.spec.pipeline.spaces = [s.strip() for s in spaces.split(",") if s.strip()]
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        out_dir = out or Path("eval/runs") / f"{loaded.name.replace(':', '-')}-{stamp}"
+        half = f"-{loaded.spec.dataset.split}" if loaded.spec.dataset.split else ""
+        out_dir = out or Path("eval/runs") / f"{loaded.name.replace(':', '-')}{half}-{stamp}"
         report = _run(loaded, out_dir, api, data_dir, plots)
     except MMRAGError as exc:
         console.print(f"[red]error:[/red] {exc.message}")

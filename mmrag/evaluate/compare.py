@@ -30,11 +30,17 @@ def _label(report: Report) -> str:
     return f"{report.out_dir.name} ({spaces})"
 
 
+def _questions(report: Report) -> dict[str, Any]:
+    """The dataset a run scored, less the names its documents were ingested under (the same questions and
+    judgments on the same bytes: a run under hashed file names pairs with the run under the real ones)."""
+    return {k: v for k, v in report.data["suite"]["dataset"].items() if k != "file_names"}
+
+
 def compare_reports(
     a: Report, b: Report, *, samples: int = 10_000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, Any]:
     """The comparison of B against A as a JSON-ready dict (no files written)."""
-    if a.data["suite"]["dataset"] != b.data["suite"]["dataset"]:
+    if _questions(a) != _questions(b):
         raise InvalidInput("the two runs used different datasets; compare runs of the same suite")
     qa, qb = per_query_metrics(a), per_query_metrics(b)
     shared = sorted(set(qa) & set(qb))

@@ -21,6 +21,8 @@ Definitions at a cutoff ``k`` (R = number of relevant docs of the query):
 - ``map@k`` = sum of precision@i at each relevant rank i <= k / R
 - ``ndcg@k`` = DCG@k / IDCG@k with linear gain (the grade) and discount
   ``1 / log2(rank + 1)`` (trec_eval's ``ndcg_cut``); IDCG from all judged grades.
+- ``success@k`` = 1 if a relevant doc is in the top k, else 0 (trec_eval's ``success``). In a
+  suite judged at document level ``success@1`` is "right document ranked first".
 
 Queries with no relevant document are skipped by :func:`evaluate_run` (trec_eval
 skips them too); queries missing from the run score 0 (trec_eval ``-c``).
@@ -35,7 +37,7 @@ Qrels = Mapping[str, Mapping[str, int]]
 Run = Mapping[str, Mapping[str, float]]
 Ranking = Sequence[str]
 
-METRIC_NAMES = ("ndcg", "recall", "precision", "mrr", "map")
+METRIC_NAMES = ("ndcg", "recall", "precision", "mrr", "map", "success")
 """Retrieval metric families; each is reported as ``<name>@<k>``."""
 
 
@@ -89,6 +91,11 @@ def map_at_k(ranking: Ranking, judgments: Mapping[str, int], k: int) -> float:
     return total / len(relevant)
 
 
+def success_at_k(ranking: Ranking, judgments: Mapping[str, int], k: int) -> float:
+    relevant = _relevant(judgments)
+    return 1.0 if any(doc in relevant for doc in ranking[:k]) else 0.0
+
+
 def dcg(gains: Iterable[float]) -> float:
     """Discounted cumulative gain of gains in rank order (discount 1/log2(rank+1))."""
     return sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1))
@@ -109,6 +116,7 @@ _FUNCTIONS = {
     "precision": precision_at_k,
     "mrr": mrr_at_k,
     "map": map_at_k,
+    "success": success_at_k,
 }
 
 

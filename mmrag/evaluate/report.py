@@ -8,7 +8,7 @@
 - ``metrics``: ``{"ndcg@5": float, ..., "anls": float, ...}`` — means over judged queries / QA items
 - ``page_metrics``: in a suite judged at document level, page-level means (plus ``n``) over the
   questions whose judgments name a page (``{}`` when none does)
-- ``breakdown``: per-tag means (``retrieval`` and ``answers``)
+- ``breakdown``: per-tag means (``retrieval``, ``answers``, and ``pages``: page level of a document suite)
 - ``failures``: queries / questions whose call raised
 - ``latency``: ``{"search": {stage: {count, mean, p50, p95, p99, max}}, "answer": {...}}`` seconds
 - ``ingest``: documents, pages, seconds
@@ -153,6 +153,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     """report.md: headline metrics, per-tag breakdown, latencies, plots."""
     suite, config = data["suite"], data["config"]
     pipeline = config["pipeline"]
+    dataset = suite.get("dataset", {})
+    split = f", split {dataset['split']}" if dataset.get("split") else ""
     out = [f"# Evaluation: {suite['name']}\n"]
     if suite.get("description"):
         out.append(suite["description"].strip() + "\n")
@@ -160,20 +162,27 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"- target: {config['target']}, corpus `{config['corpus']}`\n"
         f"- spaces: {pipeline.get('spaces') or 'all'}, weights: {pipeline.get('weights') or 'default'}, "
         f"top_k: {pipeline.get('top_k')}\n"
-        f"- queries: {suite['queries']} ({suite['judged_queries']} judged), QA items: {suite['qa_items']}\n"
+        f"- queries: {suite['queries']} ({suite['judged_queries']} judged), QA items: {suite['qa_items']}{split}\n"
         f"- failures: {data.get('failures', {})}; results tied with the one above: "
         f"{data.get('tied_results', 0)} "
         f"(ranked by {config['metrics'].get('rank_by', 'score')})\n"
         f"- answer modes: {data.get('answer_modes') or 'no answers'}\n"
         f"- ingest: {_ingest_line(data.get('ingest', {}))}\n"
     )
+    if dataset.get("judge") == "document" and "success@1" in data["metrics"]:
+        out.append(f"- right document first (document success@1): {data['metrics']['success@1']:.1%}\n")
     out.append("\n## Metrics\n\n" + _metric_grid(data["metrics"]))
     if page := {k: v for k, v in data.get("page_metrics", {}).items() if k != "n"}:
         out.append(f"\n## Page level ({int(data['page_metrics']['n'])} questions that name a page)\n\n"
                    + _metric_grid(page))
     breakdown = data.get("breakdown", {}).get("retrieval", {})
     primary = config["metrics"].get("primary", "ndcg@10")
-    if breakdown:
+    pages = data.get("breakdown", {}).get("pages", {})
+    if breakdown and pages:
+        rows = [[tag, str(int(v["n"])), _fmt(v.get(primary, 0.0)), _fmt(pages.get(tag, {}).get(primary, 0.0))]
+                for tag, v in breakdown.items()]
+        out.append(f"\n## By tag ({primary})\n\n" + markdown_table(["tag", "n", primary, f"page {primary}"], rows))
+    elif breakdown:
         rows = [[tag, str(int(v["n"])), _fmt(v.get(primary, 0.0))] for tag, v in breakdown.items()]
         out.append(f"\n## By tag ({primary})\n\n" + markdown_table(["tag", "n", primary], rows))
     if data.get("latency"):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -82,14 +83,15 @@ def run_suite(
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
-    files = suite.documents(out_dir)
-    t0 = time.perf_counter()
-    ingest = target.prepare(
-        suite.corpus_name,
-        files,
-        lambda d, t, m: notify(ProgressEvent("ingest", d, t, m)),
-        suite.spec.pipeline.corpus or None,
-    )
+    with tempfile.TemporaryDirectory(prefix="mmrag-eval-") as scratch:  # renamed copies live through the ingest
+        files = suite.documents(out_dir, Path(scratch))
+        t0 = time.perf_counter()
+        ingest = target.prepare(
+            suite.corpus_name,
+            files,
+            lambda d, t, m: notify(ProgressEvent("ingest", d, t, m)),
+            suite.spec.pipeline.corpus or None,
+        )
     ingest["seconds"] = time.perf_counter() - t0
 
     query_rows = [_run_query(suite, target, q) for q in _notify_each(suite.queries, "search", notify)]
@@ -185,13 +187,14 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def tag_breakdown(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Mean metrics per tag (plus ``n``), over rows that have metrics."""
+def tag_breakdown(rows: list[dict[str, Any]], key: str = "metrics") -> dict[str, dict[str, float]]:
+    """Mean metrics per tag (plus ``n``), over rows that have metrics (``key``: ``page_metrics`` for the
+    page level of a document suite)."""
     by_tag: dict[str, dict[str, dict[str, float]]] = {}
     for row in rows:
         for tag in row.get("tags", []):
-            if row["metrics"]:
-                by_tag.setdefault(tag, {})[row["id"]] = row["metrics"]
+            if row.get(key):
+                by_tag.setdefault(tag, {})[row["id"]] = row[key]
     return {tag: {**mean_metrics(per), "n": float(len(per))} for tag, per in sorted(by_tag.items())}
 
 
@@ -237,7 +240,8 @@ def build_report_data(
         },
         "metrics": metrics,
         "page_metrics": page_level(query_rows),
-        "breakdown": {"retrieval": tag_breakdown(query_rows), "answers": tag_breakdown(answer_rows)},
+        "breakdown": {"retrieval": tag_breakdown(query_rows), "answers": tag_breakdown(answer_rows),
+                      "pages": tag_breakdown(query_rows, "page_metrics")},
         "tied_results": sum(r.get("tied", 0) for r in query_rows),
         "answer_modes": dict(Counter(str(r.get("mode", "")) for r in answer_rows if not r["error"])),
         "failures": {

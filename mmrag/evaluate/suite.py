@@ -20,6 +20,7 @@ of the suite holding ``pyproject.toml``), and can be overridden.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from mmrag.errors import InvalidInput
 from mmrag.evaluate.beir import load_beir_corpus
 from mmrag.evaluate.metrics import METRIC_NAMES
 from mmrag.evaluate.qrels import expand_document_patterns, load_qrels, split_page_judgments
+from mmrag.evaluate.renaming import FileNames, new_names, rename_judgments, rename_key, stage
 from mmrag.ingest.sniff import EXTENSIONS
 
 DOCUMENT_SUFFIXES = tuple(EXTENSIONS)  # every kind ingestion accepts (mmrag.ingest.sniff)
@@ -54,6 +56,13 @@ class DatasetSpec(BaseModel):
     """Judgments: ``query-id<TAB>corpus-id<TAB>score`` (header optional) or TREC ``qid 0 doc rel``."""
     qa: str | None = None
     """Optional page-level QA file for answer metrics."""
+    split: str | None = None
+    """Run only the queries (and QA items) whose ``split`` field is this (e.g. ``tune`` or ``test``: a
+    tuning half and a held-apart half); None: all of them."""
+    file_names: FileNames = "original"
+    """Ingest the documents under other names (pdf-qrels): ``hashed`` (``<sha256 prefix>.pdf``) or
+    ``numbered`` (``report (3).pdf``); judgments, written against the real names, follow the bytes.
+    The runner copies the files under the new names before ingest (:mod:`.renaming`)."""
     judge: Literal["page", "document"] = "page"
     """``page``: qrels name pages (``filename#page``); ``document``: qrels name documents (a basename or a
     glob pattern over basenames such as ``*2023 Q3 AAPL*``), a retrieved page counts for its document and
@@ -119,6 +128,7 @@ class Query:
     id: str
     text: str
     tags: list[str] = field(default_factory=list)
+    split: str | None = None  # the half of the suite it belongs to (``dataset.split`` selects one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +138,7 @@ class QAItem:
     answers: list[str]
     evidence: list[str]  # doc keys "filename#page"
     tags: list[str] = field(default_factory=list)
+    split: str | None = None
 
 
 @dataclass(slots=True)
@@ -142,6 +153,7 @@ class Suite:
     qrels: dict[str, dict[str, int]]
     qa: list[QAItem]
     page_qrels: dict[str, dict[str, int]] = field(default_factory=dict)  # page judgments of a document suite
+    names: dict[str, str] = field(default_factory=dict)  # real basename -> ingested name (dataset.file_names)
 
     @property
     def name(self) -> str:
@@ -150,19 +162,23 @@ class Suite:
     @property
     def corpus_name(self) -> str:
         pipeline = self.spec.pipeline
-        if pipeline.corpus_name:
-            return pipeline.corpus_name
-        name = f"eval-{self.spec.name}".lower()
-        if pipeline.corpus:
+        name = pipeline.corpus_name or f"eval-{self.spec.name}".lower()
+        if pipeline.corpus and not pipeline.corpus_name:
             digest = hashlib.sha256(json.dumps(pipeline.corpus, sort_keys=True).encode()).hexdigest()[:8]
             name += f"-{digest}"
+        if self.spec.dataset.file_names != "original":  # never the corpus holding the same bytes by real name
+            name += f"-{self.spec.dataset.file_names}"
         return name
 
-    def documents(self, workdir: Path) -> list[Path]:
-        """The files to ingest (BEIR records are rendered to PDFs under ``workdir``)."""
+    def documents(self, workdir: Path, scratch: Path | None = None) -> list[Path]:
+        """The files to ingest: BEIR records rendered to PDFs under ``workdir`` (kept, a cache); documents
+        under new names (``dataset.file_names``) copied into ``scratch`` (default ``workdir``)."""
         if self.spec.dataset.format == "beir":
             return load_beir_corpus(self.corpus_dir, workdir)
-        return list_documents(self.corpus_dir, self.spec.dataset.include)
+        files = list_documents(self.corpus_dir, self.spec.dataset.include)
+        if self.spec.dataset.file_names == "original":
+            return files
+        return stage(files, self.names, (scratch or workdir) / f"{self.spec.dataset.file_names}-names")
 
     def doc_key(self, filename: str, page: int) -> str:
         """The qrels id of a retrieved page."""
@@ -220,8 +236,10 @@ def repo_root(start: Path) -> Path:
     return start
 
 
-def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path | str | None = None) -> Suite:
-    """Load and validate a suite; ``variant`` applies named overrides, ``corpus_dir`` replaces the corpus."""
+def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path | str | None = None,
+               split: str | None = None) -> Suite:
+    """Load and validate a suite; ``variant`` applies named overrides, ``corpus_dir`` replaces the corpus,
+    ``split`` (overriding ``dataset.split``) keeps the queries of one half."""
     file = _suite_file(Path(path).resolve())
     raw = _read_spec_file(file)
     if variant:
@@ -229,6 +247,8 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         if variant not in variants:
             raise InvalidInput(f"suite {file} has no variant {variant!r}; allowed: {sorted(variants) or 'none'}")
         raw = _deep_merge(raw, variants[variant])
+    if split:
+        raw = _deep_merge(raw, {"dataset": {"split": split}})
     try:
         spec = SuiteSpec.model_validate(raw)
     except ValidationError as exc:
@@ -261,6 +281,31 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         page_qrels=page_qrels,
     )
     check_suite(suite)
+    if ds.format == "pdf-qrels" and ds.file_names != "original":
+        rename_documents(suite)
+    return select_split(suite, ds.split) if ds.split else suite
+
+
+def rename_documents(suite: Suite) -> None:
+    """Judgments and QA evidence under the names the documents are ingested by (checked first under the real names)."""
+    suite.names = new_names(list_documents(suite.corpus_dir, suite.spec.dataset.include), suite.spec.dataset.file_names)
+    suite.qrels = rename_judgments(suite.qrels, suite.names)
+    suite.page_qrels = rename_judgments(suite.page_qrels, suite.names)
+    suite.qa = [dataclasses.replace(item, evidence=[rename_key(e, suite.names) for e in item.evidence])
+                for item in suite.qa]
+
+
+def select_split(suite: Suite, split: str) -> Suite:
+    """The suite restricted to the queries, judgments and QA items of one split."""
+    splits = sorted({q.split for q in suite.queries if q.split})
+    if split not in splits:
+        allowed = splits or "none (no query has a split field)"
+        raise InvalidInput(f"suite {suite.name}: no query has split {split!r}; allowed: {allowed}")
+    keep = {q.id for q in suite.queries if q.split == split}
+    suite.queries = [q for q in suite.queries if q.id in keep]
+    suite.qrels = {qid: judged for qid, judged in suite.qrels.items() if qid in keep}
+    suite.page_qrels = {qid: judged for qid, judged in suite.page_qrels.items() if qid in keep}
+    suite.qa = [item for item in suite.qa if item.split == split]
     return suite
 
 
@@ -286,7 +331,8 @@ def load_queries(path: Path) -> list[Query]:
         if not qid or not text:
             raise InvalidInput(f"{path}: every query needs an id (_id) and a text, got {row}")
         tags = row.get("tags") or (row.get("metadata") or {}).get("tags") or []
-        queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags]))
+        split = row.get("split")
+        queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags], split=str(split) if split else None))
     return queries
 
 
@@ -307,6 +353,7 @@ def load_qa(path: Path) -> list[QAItem]:
                 answers=[str(a) for a in answers],
                 evidence=evidence,
                 tags=[str(t) for t in row.get("tags", [])],
+                split=str(row["split"]) if row.get("split") else None,
             )
         )
     return items

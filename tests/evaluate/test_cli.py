@@ -72,6 +72,12 @@ def test_errors_exit_with_code_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
 
 
+def test_split_option_reaches_the_suite(suite_dir: Path) -> None:
+    result = runner.invoke(eval_app, ["run", str(suite_dir), "--split", "test"])  # the tiny suite has no split
+    assert result.exit_code == 2
+    assert "no query has split 'test'" in result.output
+
+
 def test_merge_settings_keeps_unrelated_fields() -> None:
     from mmrag.config import Settings
 

@@ -18,8 +18,8 @@ from mmrag.evaluate.metrics import (
 )
 
 KS = (1, 3, 5, 10, 20)
-TREC_MEASURES = {"ndcg_cut", "P", "recall", "map_cut", "recip_rank"}
-TREC_NAME = {"ndcg": "ndcg_cut", "precision": "P", "recall": "recall", "map": "map_cut"}
+TREC_MEASURES = {"ndcg_cut", "P", "recall", "map_cut", "recip_rank", "success"}
+TREC_NAME = {"ndcg": "ndcg_cut", "precision": "P", "recall": "recall", "map": "map_cut", "success": "success"}
 
 
 def random_case(rng: random.Random, graded: bool, ties: bool) -> tuple[dict, dict]:
@@ -94,6 +94,7 @@ def test_known_values() -> None:
     assert values["recall@2"] == 0.5
     assert values["mrr@4"] == 0.5
     assert values["map@4"] == pytest.approx((1 / 2 + 2 / 4) / 2)
+    assert (values["success@1"], values["success@2"]) == (0.0, 1.0)  # the first relevant doc is at rank 2
     ideal = 2 + 1 / 1.584962500721156
     assert values["ndcg@4"] == pytest.approx((2 / 1.584962500721156 + 1 / 2.321928094887362) / ideal)
     assert ndcg_at_k(["a", "b"], judgments, 2) == 1.0

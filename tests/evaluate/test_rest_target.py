@@ -4,9 +4,11 @@ through the jobs pipeline and give the same metrics."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mmrag.errors import MMRAGError
 from mmrag.evaluate.runner import run_suite
@@ -21,12 +23,24 @@ SUITE = Path(__file__).resolve().parents[2] / "eval" / "suites" / "docling"
 ENV = {"MMRAG_EMBED__TEXT_MODEL": "st:sentence-transformers/all-MiniLM-L6-v2", "TOKENIZERS_PARALLELISM": "false"}
 
 
+def numbered_quick_suite(folder: Path) -> Path:
+    """The docling suite with a variant ``quick-numbered``: ``quick`` under names like ``report (2).pdf``."""
+    shutil.copytree(SUITE, folder)
+    spec = yaml.safe_load((folder / "suite.yaml").read_text())
+    spec["variants"]["quick-numbered"] = {**spec["variants"]["quick"], "metrics": {"answers": False}}
+    spec["variants"]["quick-numbered"]["dataset"] = {**spec["variants"]["quick"]["dataset"], "file_names": "numbered"}
+    (folder / "suite.yaml").write_text(yaml.safe_dump(spec))
+    return folder
+
+
 def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path: Path, minilm, corpus_dir) -> None:
     suite = load_suite(SUITE, variant="quick", corpus_dir=corpus_dir)
+    numbered = load_suite(numbered_quick_suite(tmp_path / "suite"), variant="quick-numbered", corpus_dir=corpus_dir)
     pipeline = build_pipeline(make_settings(tmp_path / "local"), embedders={"text": minilm})
     try:
         local = run_suite(suite, pipeline, tmp_path / "local-run", answerer=pipeline, plots=False)
         jobs = pipeline.jobs.list_jobs(suite.corpus_name)
+        local_numbered = run_suite(numbered, pipeline, tmp_path / "local-numbered", plots=False)
     finally:
         pipeline.close()
     assert len(jobs) == 1 and jobs[0].pages_done == 7  # in-process evaluation ingested through one job
@@ -34,6 +48,8 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
     server = Server(tmp_path / "rest", tmp_path / "server.log", ENV)
     target = RestTarget(server.url)
     try:
+        rest_numbered = run_suite(numbered, target, tmp_path / "rest-numbered", plots=False)
+        listed = sorted(d["filename"] for d in target.client.documents(numbered.corpus_name))
         rest = run_suite(suite, target, tmp_path / "rest-run", plots=False)
         again = target.prepare(suite.corpus_name, suite.documents(tmp_path), lambda *_: None)
         fake = tmp_path / "fake.png"
@@ -46,6 +62,9 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
 
     assert local.data["failures"] == {"search": 0, "answer": 0} and local.metrics["ndcg@5"] > 0.5
     assert rest.metrics == pytest.approx(local.metrics)
+    # under numbered names: the same copies go to the server as to the in-process jobs, judged by their bytes
+    assert numbered.corpus_name == "eval-docling-quick-numbered" and listed == ["report (1).pdf", "report (2).pdf"]
+    assert rest_numbered.metrics == pytest.approx(local_numbered.metrics) and local_numbered.metrics["ndcg@5"] > 0.5
     assert rest.data["ingest"]["pages"] == local.data["ingest"]["pages"] == 7
     assert rest.data["answer_modes"] == local.data["answer_modes"] == {"extractive": len(suite.qa)}
     assert rest.data["config"]["target"] == f"api {server.url}"

@@ -174,12 +174,19 @@ def test_document_suite_reports_page_level_metrics_where_a_question_names_a_page
     ranked = {q: [f"{r['doc']}#{r['page']}" for r in rows[q]["ranking"]] for q in ("q1", "q3")}
     assert ranked["q3"][:2] == ["beta.pdf#2", "beta.pdf#1"]
     run = {q: {key: float(len(keys) - i) for i, key in enumerate(keys)} for q, keys in ranked.items()}
-    oracle = pytrec_eval.RelevanceEvaluator(suite.page_qrels, {"ndcg_cut.5", "recall.5"}).evaluate(run)
+    oracle = pytrec_eval.RelevanceEvaluator(suite.page_qrels, {"ndcg_cut.5", "recall.5", "success.1"}).evaluate(run)
     assert data["page_metrics"]["n"] == 2
     assert data["page_metrics"]["ndcg@5"] == pytest.approx(sum(v["ndcg_cut_5"] for v in oracle.values()) / 2)
     assert data["page_metrics"]["recall@5"] == pytest.approx(sum(v["recall_5"] for v in oracle.values()) / 2)
+    assert data["page_metrics"]["success@1"] == pytest.approx(sum(v["success_1"] for v in oracle.values()) / 2)
     assert data["page_metrics"]["mrr@1"] == 0.5 and data["metrics"]["mrr@1"] == 1.0  # the document is first
-    assert "## Page level (2 questions that name a page)" in (tmp_path / "run" / "report.md").read_text()
+    # right document first, computed independently: the share of questions whose first result's document is judged
+    first = [rows[q]["ranking"][0]["doc"] in suite.qrels[q] for q in suite.qrels if rows[q]["ranking"]]
+    assert data["metrics"]["success@1"] == pytest.approx(sum(first) / len(suite.qrels))
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "## Page level (2 questions that name a page)" in report
+    assert f"right document first (document success@1): {data['metrics']['success@1']:.1%}" in report
+    assert data["breakdown"]["pages"]["text"]["n"] == 2  # the page level per tag, over the questions naming a page
 
 
 def test_document_suite_refuses_a_page_the_document_does_not_have(suite_dir: Path) -> None:

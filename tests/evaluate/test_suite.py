@@ -115,3 +115,23 @@ def test_shipped_sec10q_suite_is_valid() -> None:
     assert {len(suite.qrels[q.id]) for q in suite.queries if "multi-doc" in q.tags} == {4}
     tags = {t for q in suite.queries for t in q.tags}
     assert {"single-chunk", "multi-chunk", "multi-doc", "table", "text"} <= tags
+
+
+def test_a_split_keeps_the_queries_judgments_and_qa_of_one_half(suite_dir: Path) -> None:
+    rows = [json.loads(line) for line in (suite_dir / "queries.jsonl").read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["split"] = "tune" if i % 2 else "test"
+    (suite_dir / "queries.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    qa = [json.loads(line) for line in (suite_dir / "qa.jsonl").read_text().splitlines()]
+    qa[0]["split"] = "test"
+    (suite_dir / "qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in qa))
+    whole, test = load_suite(suite_dir), load_suite(suite_dir, split="test")
+    assert [q.id for q in test.queries] == ["q1", "q3", "q5"] and set(test.qrels) == {"q1", "q3", "q5"}
+    assert [item.id for item in test.qa] == ["a1"] and len(whole.queries) == 5
+    assert test.spec.dataset.split == "test" and whole.spec.dataset.split is None
+    spec = (suite_dir / "suite.yaml").read_text()  # ends with its variants
+    (suite_dir / "suite.yaml").write_text(spec + "  held-apart:\n    dataset: {split: tune}\n")
+    assert [q.id for q in load_suite(suite_dir, variant="held-apart").queries] == ["q2", "q4"]
+    assert [q.id for q in load_suite(suite_dir, variant="held-apart", split="test").queries] == ["q1", "q3", "q5"]
+    with pytest.raises(InvalidInput, match=r"no query has split 'dev'; allowed: \['test', 'tune'\]"):
+        load_suite(suite_dir, split="dev")
