@@ -1,7 +1,7 @@
 """Weight sweep of the document stage (issue 15): which settings, chosen on half the questions, hold on the other half?
 
-A grid over the document stage's settings (``RetrieveConfig``: document_weight, period_boost, entity_boost,
-recency_boost, document_candidates; any field of it with ``--grid``) runs through the real
+A grid over the document stage's settings (``RetrieveConfig``: document_weight, prior_strength,
+document_candidates; any field of it with ``--grid``) runs through the real
 ``Pipeline.search`` of an ingested sec-10q data folder: the pipeline is built once and each grid point
 replaces the retriever's config (``merge_settings`` of the point's ``retrieve`` overrides; no model is
 rebuilt). Every point is scored (document level nDCG@5, the suite's request: all its spaces, its top_k)
@@ -13,7 +13,7 @@ paired). Quality is deterministic, so there are no rounds.
 Needs a data folder where the suite was ingested (read only)::
 
     mmrag eval run eval/suites/sec-10q --data-dir /tmp/sec10q --no-plots
-    python -m bench.doc_weights --data-dir /tmp/sec10q [--grid document_weight=0,1,2 --grid period_boost=0,1]
+    python -m bench.doc_weights --data-dir /tmp/sec10q [--grid document_weight=0,1,2 --grid prior_strength=0,8]
 """
 
 from __future__ import annotations
@@ -34,15 +34,12 @@ from mmrag.pipeline import Pipeline
 from mmrag.types import SearchRequest
 
 DEFAULT_GRID: dict[str, list[Any]] = {
-    "document_weight": [0.5, 1.0, 2.0, 4.0],  # 0 turns the whole stage off, boosts included: the pages-only row
-    "period_boost": [0.0, 0.5, 1.0],
-    "entity_boost": [0.0, 1.0],
-    "recency_boost": [0.0, 1.0],
+    "document_weight": [0.5, 1.0, 2.0],
+    "prior_strength": [0.0, 2.0, 4.0, 8.0, 16.0],
     "document_candidates": [1000],
 }
 """The default grid (fields the current RetrieveConfig lacks are left out)."""
-QUICK_GRID: dict[str, list[Any]] = {"document_weight": [1.0, 2.0], "period_boost": [0.0, 1.0],
-                                    "recency_boost": [0.0, 1.0]}
+QUICK_GRID: dict[str, list[Any]] = {"document_weight": [1.0, 2.0], "prior_strength": [0.0, 8.0]}
 
 
 def parse_grid(items: list[str]) -> dict[str, list[Any]]:
@@ -80,7 +77,7 @@ def main() -> None:
     suite_data_args(ap)
     ap.add_argument("--grid", action="append", default=[],
                     help="NAME=V1,V2,... (repeatable; replaces the default grid)")
-    ap.add_argument("--quick", action="store_true", help="a 2x2x2 grid (document_weight, period_boost, recency_boost)")
+    ap.add_argument("--quick", action="store_true", help="a 2x2 grid (document_weight, prior_strength)")
     args = ap.parse_args()
 
     settings, pipeline = open_search_pipeline(args.data_dir)

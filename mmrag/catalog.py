@@ -49,6 +49,8 @@ CREATE INDEX IF NOT EXISTS pages_by_document ON pages (corpus, document_id, numb
 CREATE TABLE IF NOT EXISTS bm25_lengths (
     corpus TEXT NOT NULL, document_id TEXT NOT NULL, pages INTEGER NOT NULL, length INTEGER NOT NULL,
     PRIMARY KEY (corpus, document_id));
+CREATE TABLE IF NOT EXISTS facts_revisions (
+    corpus TEXT PRIMARY KEY, revision INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS bm25_indexed (
     corpus TEXT PRIMARY KEY, avg_len REAL, stale INTEGER NOT NULL);
 """
@@ -115,7 +117,8 @@ class Catalog(SqliteDB):
         with self._lock:
             self._db.execute("BEGIN")
             for table, key in (("pages", "corpus"), ("documents", "corpus"), ("corpora", "name"),
-                               ("bm25_lengths", "corpus"), ("bm25_indexed", "corpus")):
+                               ("bm25_lengths", "corpus"), ("bm25_indexed", "corpus"),
+                               ("facts_revisions", "corpus")):
                 self._db.execute(f"DELETE FROM {table} WHERE {key} = ?", (name,))
             self._db.execute("COMMIT")
         shutil.rmtree(self.corpus_dir(name), ignore_errors=True)
@@ -157,9 +160,19 @@ class Catalog(SqliteDB):
         return self.document(corpus, doc.id)
 
     def documents_signature(self, corpus: str) -> tuple[int, str]:
-        """(count, newest creation time) of ``corpus``'s documents: changes when documents are added or deleted."""
-        rows = self._rows("SELECT count(*), coalesce(max(created_at), '') FROM documents WHERE corpus = ?", corpus)
-        return int(rows[0][0]), str(rows[0][1])
+        """(count, newest creation time and metadata size) of ``corpus``'s documents: changes when documents
+        are added, deleted or their facts rewritten (``mmrag reindex-documents``)."""
+        rows = self._rows("SELECT count(*), coalesce(max(created_at), ''), (SELECT coalesce(max(revision), 0) "
+                          "FROM facts_revisions WHERE corpus = ?) FROM documents WHERE corpus = ?", corpus, corpus)
+        return int(rows[0][0]), f"{rows[0][1]}|{rows[0][2]}"
+
+    def set_document_metadata(self, corpus: str, doc_id: str, metadata: dict[str, Any]) -> None:
+        """Replace a document's metadata (its re-derived facts, :mod:`mmrag.jobs.doc_reindex`)."""
+        with self._lock:
+            self._db.execute("UPDATE documents SET metadata = ? WHERE corpus = ? AND id = ?",
+                             (json.dumps(metadata), corpus, doc_id))
+            self._db.execute("INSERT INTO facts_revisions VALUES (?, 1) ON CONFLICT (corpus) "
+                             "DO UPDATE SET revision = revision + 1", (corpus,))
 
     def document_facts(self, corpus: str) -> list[tuple[str, str, DocumentFacts]]:
         """(id, filename, facts) of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""

@@ -125,17 +125,14 @@ class RetrieveConfig(BaseModel):
     document_stage: bool = True
     """Combine each page's match with its document's (corpora with the ``document`` space: title,
     entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
-    document_weight: float = Field(2.0, ge=0, le=100)
-    """Weight of the document's match in the page's prior: ``page * (1 + w * document) * boosts``; each boost
-    ``b`` multiplies the score of the pages it holds for by ``1 + b``."""
-    period_boost: float = Field(1.0, ge=0, le=100)
-    """Boost of pages whose document has a period (date, quarter, fiscal year) the query names."""
-    entity_boost: float = Field(1.0, ge=0, le=100)
-    """Boost of pages whose document's main entity (organisation) the query names: ``Intel's`` -> Intel Corporation."""
-    recency_boost: float = Field(1.0, ge=0, le=100)
-    """Boost of the newest document of each series (same entity and label, or the same title
-    but for its dates and versions; at least two dated documents) when the query asks for the latest /
-    most recent / current report, version, quarter..."""
+    document_weight: float = Field(1.0, ge=0, le=100)
+    """Weight of the match of the query with each document's evidence text (``w``): a page's score is
+    ``page * (1 + w * document + s * fit)``, ``document`` in [0, 2] (DBSF of two spaces). 0 turns the
+    document stage off."""
+    prior_strength: float = Field(8.0, ge=0, le=100)
+    """Weight of each document's fit to what the query names (``s``): its organisation, period (a
+    comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
+    names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
     document_candidates: int = Field(1000, ge=1, le=100_000)
     """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
 

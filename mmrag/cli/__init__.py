@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from mmrag.cli.answer_cmd import answer
-from mmrag.cli.commands import corpora, ingest, reweight_bm25, serve
+from mmrag.cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serve
 from mmrag.cli.embed_cmd import embed_serve
 from mmrag.cli.eval_cmd import eval_app
 from mmrag.cli.keys_cmd import keys_app
@@ -27,8 +27,7 @@ app.command()(ingest)
 app.command()(search)
 app.command()(corpora)
 app.command(name="reweight-bm25")(reweight_bm25)
-
-
+app.command(name="reindex-documents")(reindex_documents)
 app.command(name="embed-serve")(embed_serve)
 app.add_typer(eval_app, name="eval")
 app.command(name="answer")(answer)

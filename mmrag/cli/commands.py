@@ -151,4 +151,30 @@ def reweight_bm25(corpus: Annotated[str, typer.Argument(help="Corpus name")]) ->
                   f"in {done.seconds:.2f}s")
 
 
-__all__ = ["Backend", "corpora", "fail", "ingest", "reweight_bm25", "serve"]
+def reindex_documents(corpus: Annotated[str, typer.Argument(help="Corpus name")]) -> None:
+    """Re-derive every document's evidence (organisations, periods, form, tickers...) of a corpus from its
+    stored page words with the current rules, and rewrite it in the catalog, the page payloads and the
+    document vectors; pages are not parsed or embedded again. Runs in-process: stop `mmrag serve` on this
+    folder first."""
+    from mmrag.cli.remote import running_server
+    from mmrag.errors import Conflict
+    from mmrag.jobs.doc_reindex import reindex_documents as reindex
+    from mmrag.pipeline import build_pipeline
+
+    settings = load_settings()
+    try:
+        if url := running_server(settings.data_dir):
+            raise Conflict(f"mmrag serve ({url}) owns {settings.data_dir}; stop it first")
+        pipeline = build_pipeline(settings, run_jobs=False)
+        try:
+            done = reindex(pipeline.catalog, pipeline.store, pipeline.spaces, corpus)
+        finally:
+            pipeline.close()
+    except MMRAGError as exc:
+        fail(exc)
+        return
+    console.print(f"{corpus}: evidence of {done.documents} documents re-derived ({done.changed} changed, "
+                  f"{done.pages} pages rewritten) in {done.seconds:.2f}s")
+
+
+__all__ = ["Backend", "corpora", "fail", "ingest", "reindex_documents", "reweight_bm25", "serve"]

@@ -16,6 +16,7 @@ from typing import Any
 @dataclass(slots=True)
 class DocumentFacts:
     title: str | None = None  # from the file's metadata, else its first heading / first line
+    subject: str | None = None  # the file metadata's subject and keywords (evidence of its period and form)
     author: str | None = None  # file metadata (PDF /Author, docProps/core.xml creator, email From)
     created: str | None = None  # ISO 8601 date or datetime from the file's metadata
     modified: str | None = None  # ISO 8601
@@ -26,6 +27,11 @@ class DocumentFacts:
     versions: list[str] = field(default_factory=list)  # version strings (v2.1, Rev. C, 2023 edition)
     labels: list[str] = field(default_factory=list)  # document type labels ("Form 10-Q", "user guide")
     date: str | None = None  # ISO date the document is about (its main period's end; else created)
+    form: str | None = None  # what kind of document it is: "10-K", "10-Q", "8-K", "earnings release", "user guide"
+    tickers: list[str] = field(default_factory=list)  # trading symbols of the main entity (its cover's)
+    comparatives: list[str] = field(default_factory=list)  # prior periods shown beside the reporting period
+    calendar: list[str] = field(default_factory=list)  # calendar quarters of its fiscal quarter ("2023-Q2")
+    fiscal_year_end: int | None = None  # month its fiscal year ends in, when the document tells (1..12)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

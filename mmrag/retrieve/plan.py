@@ -17,12 +17,11 @@ then only decides which pages reach the rerank.
 
 from __future__ import annotations
 
-import re
+from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mmrag.errors import InvalidInput
-from mmrag.ingest.doc_evidence import query_periods
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, QueryNode, ScoreFormula
 from mmrag.types import SearchRequest
@@ -37,13 +36,10 @@ class PlanOptions:
     rrf_k: int  # reciprocal rank fusion constant
     weights: Mapping[str, float]  # space -> RRF weight (missing = 1.0)
     fusion: str = "rrf"  # "rrf" (weighted) or "dbsf" (distribution-based, unweighted)
-    document_weight: float = 0.0  # weight of the document stage's score (0: no document stage)
-    period_boost: float = 0.0  # added to the prior when the query names one of the page's document periods
+    document_weight: float = 0.0  # weight of the document stage's evidence match (0: no document stage)
+    prior_strength: float = 0.0  # weight of each document's fit to what the query names (organisation, period...)
     document_candidates: int = 1000  # pages the document stage scores (the best-matching documents' pages)
-    entity_boost: float = 0.0  # boost of pages whose document's main entity the query names
-    entities: tuple[str, ...] = ()  # the entities the query names (retrieve.documents.CorpusDocuments)
-    recency_boost: float = 0.0  # boost of each series' latest document when the query asks for the latest
-    latest: tuple[str, ...] = ()  # ids of each series' newest document (doc_evidence.latest_of_series)
+    document_fit: Mapping[str, float] = field(default_factory=dict)  # document id -> fit in (0, 1]
 
 
 def request_filter(request: SearchRequest) -> FilterSpec | None:
@@ -79,36 +75,32 @@ def prefetch_stages(spaces: Mapping[str, Space], names: list[str], query: QueryI
 
 def with_document_stage(spaces: Mapping[str, Space], names: list[str], query: QueryInput, page: QueryNode,
                         options: PlanOptions, flt: FilterSpec | None) -> QueryNode:
-    """``page`` with its documents' match as a prior, times soft boosts (formula ``page * (1 + w * document)
-    * (1 + e * [the query names the document's entity]) * (1 + b * [... one of its periods]) * (1 + r *
-    [the query asks for the latest and the document is the newest of its series])``); ``page`` itself
-    without a document space. Boosts never filter: a page without them keeps its score."""
+    """``page`` with a bounded prior from its document: ``page * (1 + w * document + s * fit)``, where
+    ``document`` (in [0, 2]) is the match of the query with the document's evidence text and ``fit`` (in
+    [0, 1]) how well the document meets what the query names (:meth:`CorpusDocuments.match`); ``page``
+    itself without a document space. Nothing is filtered: a page whose document fits nothing keeps its
+    own score, so the prior is at most ``1 + 2 w + s``."""
     space = next((spaces[n] for n in names if spaces[n].document_level), None)
-    if space is None or options.document_weight <= 0 or not query.text:
+    terms = fit_terms(options)
+    if space is None or not query.text or (options.document_weight <= 0 and not terms):
         return page
-    document = space.document_stage(query, options.document_candidates, flt)
-    if document is None:
+    document = space.document_stage(query, options.document_candidates, flt) if options.document_weight > 0 else None
+    if document is None and not terms:
         return page
-    periods = query_periods(query.text)
-    boosts: list[tuple[float, FilterSpec]] = []
-    if options.entities and options.entity_boost > 0:
-        boosts.append((options.entity_boost, FilterSpec(match={"meta.doc.entities": list(options.entities)})))
-    if periods and options.period_boost > 0:
-        boosts.append((options.period_boost, FilterSpec(match={"meta.doc.periods": periods})))
-    if options.latest and options.recency_boost > 0 and wants_recency(query.text):
-        boosts.append((options.recency_boost, FilterSpec(match={"document_id": list(options.latest)})))
-    return QueryNode(limit=options.prefetch_limit, prefetch=[page, document],
-                     formula=ScoreFormula((options.document_weight,), tuple(boosts)))
+    prefetch, priors = ([page, document], (options.document_weight,)) if document is not None else ([page], ())
+    return QueryNode(limit=options.prefetch_limit, prefetch=prefetch, formula=ScoreFormula(priors, terms))
 
 
-RECENCY = re.compile(r"\b(?:latest|newest|most recent|up-to-date|(?:last|current) (?:quarter|year|month|period|"
-                     r"report|version|release|edition|update|filing|10-[qk]))\b", re.I)
-
-
-def wants_recency(text: str) -> bool:
-    """Does the query ask for the newest document (``latest``, ``most recent``, ``current quarter``, ...)?
-    A bare "current" or "recent" does not count ("CURRENT USER", "recent advances")."""
-    return bool(RECENCY.search(text))
+def fit_terms(options: PlanOptions) -> tuple[tuple[float, FilterSpec], ...]:
+    """The documents' fits as formula terms: one ``(s * fit, document in [...])`` per distinct fit."""
+    if options.prior_strength <= 0:
+        return ()
+    by_fit: dict[float, list[str]] = defaultdict(list)
+    for doc_id, fit in options.document_fit.items():
+        if fit > 0:
+            by_fit[fit].append(doc_id)
+    return tuple((options.prior_strength * fit, FilterSpec(match={"document_id": sorted(ids)}))
+                 for fit, ids in sorted(by_fit.items(), reverse=True))
 
 
 def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput, options: PlanOptions,

@@ -19,7 +19,7 @@ from mmrag.errors import InvalidInput
 from mmrag.ingest.images import decode_image
 from mmrag.retrieve.documents import DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
-from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable, wants_recency
+from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
@@ -96,22 +96,20 @@ class Retriever:
                                                        what="query image")
         return QueryInput(text=request.query.strip(), image=image)
 
-    def options(self, request: SearchRequest, entities: tuple[str, ...] = (),
-                latest: tuple[str, ...] = ()) -> PlanOptions:
-        """Plan options of ``request``; ``entities``: those the query names; ``latest``: each series'
-        newest document, when the query asks for the latest (boosts of the document stage)."""
+    def options(self, request: SearchRequest, fit: Mapping[str, float] | None = None) -> PlanOptions:
+        """Plan options of ``request``; ``fit``: each document's fit to what the query names (the document
+        stage's prior, :meth:`mmrag.retrieve.documents.CorpusDocuments.match`)."""
         c = self.config
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
                            rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
                            fusion=request.fusion or ("rrf" if request.weights else c.fusion),
                            document_weight=c.document_weight if c.document_stage else 0.0,
-                           period_boost=c.period_boost, document_candidates=c.document_candidates,
-                           entity_boost=c.entity_boost, entities=entities,
-                           recency_boost=c.recency_boost, latest=latest)
+                           prior_strength=c.prior_strength, document_candidates=c.document_candidates,
+                           document_fit=dict(fit or {}))
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
-             request: SearchRequest, entities: tuple[str, ...] = (), latest: tuple[str, ...] = ()) -> QueryNode:
-        return build_plan(spaces, names, query, self.options(request, entities, latest), request_filter(request))
+             request: SearchRequest, fit: Mapping[str, float] | None = None) -> QueryNode:
+        return build_plan(spaces, names, query, self.options(request, fit), request_filter(request))
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         t0 = time.perf_counter()
@@ -119,13 +117,10 @@ class Retriever:
         names = self.validate(corpus_config, request)
         spaces = self.corpus_spaces(corpus_config)
         query = self._query_input(corpus, request)
-        entities: tuple[str, ...] = ()
-        latest: tuple[str, ...] = ()
-        if any(spaces[n].document_level for n in names) and query.text:
-            documents = self.documents.get(corpus)
-            entities = documents.named_entities(query.text)
-            latest = documents.latest if wants_recency(query.text) else ()
-        node = self.plan(spaces, query, names, request, entities, latest)
+        fit: Mapping[str, float] = {}
+        if any(spaces[n].document_level for n in names) and query.text and self.config.document_stage:
+            fit = self.documents.get(corpus).match(query.text).fit
+        node = self.plan(spaces, query, names, request, fit)
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
         node.limit += TIE_MARGIN

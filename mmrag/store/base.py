@@ -71,14 +71,14 @@ class FilterSpec:
 class ScoreFormula:
     """Qdrant's formula query (score boosting) as a prior on the first prefetch's score::
 
-        score = $score[0] * (1 + sum(priors[i] * $score[i + 1])) * product(1 + boost for each condition that holds)
+        score = $score[0] * (1 + sum(priors[i] * $score[i + 1]) + sum(boost for each condition that holds))
 
     over the points of the node's prefetches; a point missing from a prefetch counts 0 there, so only
     points the first prefetch found can score above 0. Conditions are payload filters (e.g. the page's
     document has one of the periods the query names)."""
 
     priors: tuple[float, ...]  # one per prefetch after the first
-    boosts: tuple[tuple[float, FilterSpec], ...] = ()  # (relative boost, condition)
+    boosts: tuple[tuple[float, FilterSpec], ...] = ()  # (added to the prior, condition)
 
 
 @dataclass(slots=True)
@@ -126,6 +126,10 @@ class VectorStore(abc.ABC):
     def update_vectors(self, name: str, vectors: dict[str, dict[str, VectorValue]]) -> None:
         """Replace the named vectors given per point id (``{id: {"bm25": ...}}``) of existing points; their
         other vectors and payload stay as they are."""
+
+    @abc.abstractmethod
+    def set_payload(self, name: str, flt: FilterSpec, payload: dict[str, Any]) -> None:
+        """Set the given top-level payload keys on every point ``flt`` matches (other keys stay)."""
 
     @abc.abstractmethod
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]: ...

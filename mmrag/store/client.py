@@ -65,11 +65,11 @@ def client_filter(flt: FilterSpec | None) -> models.Filter | None:
 def client_formula(formula: ScoreFormula) -> models.FormulaQuery:
     prior: list[Any] = [1.0] + [models.MultExpression(mult=[w, f"$score[{i + 1}]"])
                                 for i, w in enumerate(formula.priors)]
-    factors: list[Any] = ["$score[0]", models.SumExpression(sum=prior)]
     for boost, flt in formula.boosts:
         condition = client_filter(flt)
         if condition is not None:
-            factors.append(models.SumExpression(sum=[1.0, models.MultExpression(mult=[boost, condition])]))
+            prior.append(models.MultExpression(mult=[boost, condition]))
+    factors: list[Any] = ["$score[0]", models.SumExpression(sum=prior)]
     defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(formula.priors) + 1)}
     return models.FormulaQuery(formula=models.MultExpression(mult=factors), defaults=defaults)
 
@@ -172,6 +172,13 @@ class QdrantClientStore(VectorStore):
                   for pid, named in vectors.items()]
         with self._lock:
             self.client.update_vectors(self._require(name), points=points, wait=True)
+
+    def set_payload(self, name: str, flt: FilterSpec, payload: dict[str, Any]) -> None:
+        condition = client_filter(flt)
+        if condition is None:
+            raise ValueError("set_payload needs a filter")
+        with self._lock:
+            self.client.set_payload(self._require(name), payload=payload, points=condition, wait=True)
 
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]:
         with self._lock:

@@ -78,11 +78,11 @@ def edge_formula(formula: ScoreFormula) -> qe.Formula:
     E = qe.Expression
     prior = [E.Constant(1.0)] + [E.Mult([E.Constant(w), E.Variable(f"$score[{i + 1}]")])
                                  for i, w in enumerate(formula.priors)]
-    factors = [E.Variable("$score[0]"), E.Sum(prior)]
     for boost, flt in formula.boosts:
         condition = edge_filter(flt)
         if condition is not None:
-            factors.append(E.Sum([E.Constant(1.0), E.Mult([E.Constant(boost), E.Condition(condition)])]))
+            prior.append(E.Mult([E.Constant(boost), E.Condition(condition)]))
+    factors = [E.Variable("$score[0]"), E.Sum(prior)]
     defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(formula.priors) + 1)}
     return qe.Formula(E.Mult(factors), defaults=defaults)
 
@@ -178,6 +178,15 @@ class EdgeStore(VectorStore):
         with self._lock:
             shard = self._shard(name)
             shard.update(qe.UpdateOperation.update_vectors(points))
+            shard.flush()
+
+    def set_payload(self, name: str, flt: FilterSpec, payload: dict[str, Any]) -> None:
+        condition = edge_filter(flt)
+        if condition is None:
+            raise ValueError("set_payload needs a filter")
+        with self._lock:
+            shard = self._shard(name)
+            shard.update(qe.UpdateOperation.set_payload_by_filter(condition, payload))
             shard.flush()
 
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]:

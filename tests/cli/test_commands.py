@@ -11,7 +11,8 @@ from mmrag.cli import app
 def test_every_command_and_group_is_registered() -> None:
     command = typer.main.get_command(app)
     assert isinstance(command, typer.core.TyperGroup)
-    assert set(command.commands) == {"serve", "ingest", "search", "corpora", "reweight-bm25", "embed-serve",
+    assert set(command.commands) == {"serve", "ingest", "search", "corpora", "reweight-bm25", "reindex-documents",
+                                     "embed-serve",
                                      "answer", "eval", "worker", "keys"}
     result = CliRunner().invoke(app, ["eval", "--help"])
     assert result.exit_code == 0 and "run" in result.output

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pymupdf
 
-from mmrag.ingest.doc_evidence import (
-    complete_facts,
-    document_facts,
-    evidence_text,
-    latest_of_series,
-    query_periods,
-    series_key,
-)
+from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_text
 from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.doc_forms import latest_of_series, series_key
+from mmrag.ingest.doc_periods import query_periods
 from mmrag.ingest.file_facts import pdf_facts
 
 FILING = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
@@ -38,8 +33,8 @@ It is effective as of February 1, 2024 for the fiscal year 2024."""
 
 def test_filing_facts_put_the_period_it_is_about_first() -> None:
     facts = document_facts("2022 Q3 AAPL.pdf", [FILING], {"subject": "Form 10-Q for the period ending 2022-06-25"})
-    assert facts.entities[0] == "Apple Inc"
-    assert facts.periods[0] == "2022-06-25" and "2022-Q3" in facts.periods  # the file name's quarter
+    assert facts.entities[0] == "Apple Inc" and facts.form == "10-Q"
+    assert facts.periods[0] == "2022-06-25" and "2022-Q3" in facts.periods  # no year-to-date columns; the name's
     assert "Form 10-Q" in facts.labels
     text = evidence_text(facts, "2022 Q3 AAPL.pdf")
     assert text.startswith("2022 Q3 AAPL") and "June 25, 2022" in text and "Apple Inc" in text
@@ -77,13 +72,21 @@ def test_pdf_facts_read_metadata_and_the_largest_type(tmp_path: Path) -> None:
     assert facts.entities == ["Example Holdings"] and facts.versions == ["revision v3.2"]
 
 
-def test_query_periods_normalise_like_documents() -> None:
-    assert query_periods("net sales in the quarter ended June 25, 2022?") == ["2022-06-25"]
-    assert query_periods("Intel's Q2 2023 10-Q") == ["2023-Q2"]
-    assert query_periods("in the third quarter of 2023 and 2023 Q1") == ["2023-Q1", "2023-Q3"] or \
-        sorted(query_periods("in the third quarter of 2023 and 2023 Q1")) == ["2023-Q1", "2023-Q3"]
-    assert query_periods("fiscal 2024 plans") == ["FY2024"]
-    assert query_periods("how do I install it") == []
+def test_query_periods_in_the_forms_people_write() -> None:
+    def labels(text: str) -> list[tuple[str, ...]]:
+        return [m[0] for m in query_periods(text).mentions]
+
+    assert labels("net sales in the quarter ended June 25, 2022?") == [("2022-06-25",)]
+    assert labels("Intel's Q2 2023 10-Q") == [("FY2023-Q2", "2023-Q2")]  # fiscal, or as written
+    assert labels("second quarter 2023") == labels("2Q23") == labels("Q2'23") == [("FY2023-Q2", "2023-Q2")]
+    assert labels("Q2 of FY2023") == labels("FY2023 Q2") == labels("Q2 FY23") == [("FY2023-Q2",)]
+    assert labels("FY2018 net income") == labels("FY18 net income") == labels("fiscal 2018") == [("FY2018",)]
+    assert labels("the 2018 annual report") == labels("3M's 2018 10-K") == labels("revenue in 2018") == [("FY2018",)]
+    assert labels("H1 2022") == labels("first half of 2022") == [("FY2022-H1",)]
+    assert labels("from FY2015 to FY2016") == labels("2015-2016") == [("FY2015",), ("FY2016",)]
+    assert query_periods("Q3 2023").mentions[0][1] == ("2023-Q3",)  # may also mean the calendar quarter
+    assert labels("what changed since last year") == labels("how do I install it") == []
+    assert labels("Q1 10-Q") == []  # "10" of "10-Q" is no year
 
 
 def test_latest_of_series_is_the_newest_dated_document_of_each_series() -> None:
@@ -96,7 +99,7 @@ def test_latest_of_series_is_the_newest_dated_document_of_each_series() -> None:
     guides = [facts("h1.pdf", "Employee Handbook\n2021 edition, published 1 March 2021"),
               facts("h2.pdf", "Employee Handbook\n2023 edition, published 2 May 2023")]
     undated = DocumentFacts(title="Employee Handbook")
-    assert series_key(q2, "a.pdf") == series_key(q3, "b.pdf") == "apple inc|form 10-q"
+    assert series_key(q2, "a.pdf") == series_key(q3, "b.pdf") == "apple inc|10-q"
     assert series_key(other, "c.pdf") != series_key(q3, "b.pdf")
     assert series_key(guides[0], "h1.pdf") == series_key(guides[1], "h2.pdf") == "employee handbook"
     docs = [("q2", "a.pdf", q2), ("q3", "b.pdf", q3), ("intel", "c.pdf", other), ("h1", "h1.pdf", guides[0]),

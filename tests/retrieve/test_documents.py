@@ -1,35 +1,103 @@
-"""What a corpus's documents say about a query: entities named (as people write them) and the latest
-document of each series, cached until the corpus's documents change (real catalog)."""
+"""What a corpus's documents say about a query: organisations named by any of their names (whole words,
+never a common word alone), boilerplate names, "the latest" of each series by form, each document's fit,
+cached until the corpus's documents change (real catalog)."""
 
 from __future__ import annotations
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
 from mmrag.ingest.doc_facts import DocumentFacts
-from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache, entity_core
+from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache, entity_core, wants_recency
 from mmrag.types import Document
+
+
+def doc(doc_id: str, entities: list[str], periods: list[str] | None = None, *, form: str = "10-K",
+        tickers: list[str] | None = None, comparatives: list[str] | None = None,
+        date: str | None = None) -> tuple[str, str, DocumentFacts]:
+    return doc_id, f"{doc_id}.pdf", DocumentFacts(entities=entities, periods=periods or [], form=form,
+                                                  tickers=tickers or [], comparatives=comparatives or [],
+                                                  date=date or (periods or [None])[-1])
 
 
 def test_entity_core_is_the_name_people_write() -> None:
     assert entity_core("AMAZON.COM, INC") == "amazon"
     assert entity_core("Microsoft Corp.") == "microsoft"
-    assert entity_core("Intel Corporation") == "intel"
     assert entity_core("Northwind Traders Ltd") == "northwind traders"
-    assert entity_core("Acme Robotics GmbH") == "acme robotics"
+    assert entity_core("The Coca-Cola Company") == entity_core("COCA COLA CO") == "coca cola"
+    assert entity_core("McDONALD’S CORPORATION") == entity_core("McDonald's Corporation") == "mcdonald"
+    assert entity_core("JPMorgan Chase & Co") == "jpmorgan chase"
+    assert entity_core("3M COMPANY") == "3m" and entity_core("salesforce.com, inc") == "salesforce"
 
 
-def test_named_entities_match_whole_words_and_possessives() -> None:
-    docs = CorpusDocuments.of([
-        ("a", "a.pdf", DocumentFacts(entities=["Intel Corporation"], date="2023-09-30")),
-        ("b", "b.pdf", DocumentFacts(entities=["INTEL CORPORATION"], date="2023-07-01")),
-        ("c", "c.pdf", DocumentFacts(entities=["Northwind Traders Ltd"])),
-        ("d", "d.pdf", DocumentFacts(entities=["Co"])),  # too short to stand for anything
-    ])
-    assert docs.named_entities("What was Intel's gross margin?") == ("Intel Corporation", "INTEL CORPORATION")
-    assert docs.named_entities("northwind traders' contract") == ("Northwind Traders Ltd",)
-    assert docs.named_entities("intelligence tests") == ()  # a word that starts like a name is not the name
-    assert docs.named_entities("Northwind alone") == ()  # every word of the name
-    assert docs.latest == ("a",)
+CORPUS = CorpusDocuments.of([
+    doc("mmm18", ["3M COMPANY", "New York Stock Exchange, Inc"], ["FY2018", "2018-12-31"],
+        comparatives=["FY2017", "FY2016"]),
+    doc("mmm19", ["3M COMPANY", "New York Stock Exchange, Inc"], ["FY2019", "2019-12-31"], tickers=["MMM"],
+        comparatives=["FY2018", "FY2017"]),
+    doc("ko16", ["The Coca-Cola Company", "New York Stock Exchange, Inc"], ["FY2016"], comparatives=["FY2015"]),
+    doc("ko15", ["COCA COLA CO", "New York Stock Exchange, Inc"], ["FY2015"], tickers=["KO"], comparatives=["FY2014"]),
+    doc("jpm", ["JPMorgan Chase & Co"], ["FY2022-Q1", "2022-03-31"], form="10-Q", tickers=["JPM"]),
+    doc("mcd-q1", ["McDonald's Corporation"], ["FY2023-Q1"], form="earnings release", date="2023-04-25"),
+    doc("mcd-q2", ["McDonald's Corporation"], ["FY2023-Q2"], form="earnings release", date="2023-07-27"),
+    doc("mcd-8k", ["McDONALD’S CORPORATION"], ["2023-08-14"], form="8-K"),
+    doc("tgt", ["Target Corporation"], ["FY2022"]),
+    doc("gap", ["The Gap, Inc"], ["FY2022"]),
+    doc("sq", ["Block, Inc"], ["FY2022"]),
+    doc("amd", ["Advanced Micro Devices, Inc"], ["FY2022"]),
+    doc("intel", ["INTEL CORPORATION"], ["FY2022"]),
+])
+
+
+def test_organisations_by_any_of_their_names() -> None:
+    named = CORPUS.named_cores
+    assert named("What was 3M's free cash flow?") == named("MMM capex") == ("3m",)
+    assert named("coca-cola revenue") == named("Coca Cola's") == named("KO dividends") == ("coca cola",)
+    assert named("JPMorgan net interest income") == named("JPM CET1") == ("jpmorgan chase",)
+    assert named("McDonald's comparable sales") == named("mcdonalds margins") == ("mcdonald",)
+    assert named("AMD data center revenue") == ("advanced micro devices",)  # initials of a longer name
+    assert named("What was Intel's gross margin?") == named("Intel revenue in 2022") == ("intel",)
+
+
+def test_a_common_word_alone_never_names_an_organisation() -> None:
+    named = CORPUS.named_cores
+    assert named("what is the target capital ratio") == ()
+    assert named("the gap between revenue and cost") == ()
+    assert named("a block of shares was repurchased") == ()
+    assert named("intelligence tests") == ()  # a word that starts like a name is not the name
+    assert named("Target's comparable sales in 2022") == ("target",)  # written as a name
+    assert named("How did Target perform in fiscal 2022?") == ("target",)
+    assert named("WHAT IS THE TARGET RATIO") == ()  # all capitals say nothing about names
+
+
+def test_names_in_most_documents_are_boilerplate_not_identity() -> None:
+    # the exchange 3M and Coca-Cola list on their covers: seen in most documents, the main one of none
+    assert CORPUS.main["mmm18"] == "3m" and CORPUS.main["ko16"] == "coca cola"
+    assert CORPUS.named_cores("New York Stock Exchange listing") == ()
+    alone = CorpusDocuments.of([doc(f"m{y}", ["3M COMPANY", "New York Stock Exchange, Inc"], [f"FY{y}"])
+                                for y in range(2015, 2020)])
+    assert set(alone.main.values()) == {"3m"}  # one company's corpus: its name is its identity
+
+
+def test_latest_asks_for_the_newest_of_a_series_by_form() -> None:
+    assert wants_recency("McDonald's latest earnings release") and wants_recency("the most recent 10-Q")
+    assert wants_recency("Apple's current quarter") and wants_recency("last reported quarter")
+    assert not wants_recency("compared with last year") and not wants_recency("current liabilities")
+    assert "mcd-q2" in CORPUS.latest and "mcd-8k" not in CORPUS.latest  # 8-Ks and releases: two series
+    fit = CORPUS.match("McDonald's latest earnings release").fit
+    assert max(fit, key=lambda d: fit[d]) == "mcd-q2" and fit["mcd-q2"] == 1.0
+    assert fit["mcd-q1"] < 1.0 and fit["mcd-8k"] < fit["mcd-q1"]
+
+
+def test_fit_is_a_soft_conjunction_of_what_the_query_names() -> None:
+    fit = CORPUS.match("3M cash flow statement for FY2018").fit
+    assert fit["mmm18"] == 1.0  # organisation and reporting period
+    assert 0.2 < fit["mmm19"] < 0.5  # the right organisation, the year only as a comparative
+    assert fit.get("ko16", 0.0) < 0.1 and fit.get("tgt", 0.0) < 0.1  # neither: next to nothing
+    assert max(fit, key=lambda d: fit[d]) == "mmm18"
+    both = CORPUS.match("Coca-Cola revenue change from FY2015 to FY2016").fit
+    assert max(both, key=lambda d: both[d]) == "ko16"  # the report that holds both years
+    assert CORPUS.match("how do I reset my password").fit == {}
+    assert all(0 < v <= 1 for v in CORPUS.match("JPM Q1 2022 10-Q").fit.values())
 
 
 def test_cache_follows_the_corpus_documents(tmp_path) -> None:
@@ -38,7 +106,7 @@ def test_cache_follows_the_corpus_documents(tmp_path) -> None:
     cache = DocumentsCache(catalog)
 
     def add(doc_id: str, entity: str, date: str) -> None:
-        facts = DocumentFacts(entities=[entity], labels=["Form 10-Q"], date=date)
+        facts = DocumentFacts(entities=[entity], form="10-Q", date=date)
         catalog.add_document("c", Document(id=doc_id, filename=f"{doc_id}.pdf", media_type="application/pdf",
                                            size_bytes=1, pages=[], metadata={"doc": facts.as_dict()}))
 
@@ -47,5 +115,8 @@ def test_cache_follows_the_corpus_documents(tmp_path) -> None:
     add("q3", "Apple Inc", "2023-07-01")
     assert cache.get("c").latest == ("q3",)
     assert cache.get("c") is cache.get("c")  # unchanged corpus: cached
+    catalog.set_document_metadata("c", "q2", {"doc": DocumentFacts(entities=["Apple Inc"], form="10-Q",
+                                                                    date="2023-10-01").as_dict()})
+    assert cache.get("c").latest == ("q2",)  # facts rewritten in place (reindex-documents): rebuilt
     catalog.delete_document("c", "q3")
     assert cache.get("c").latest == ()

@@ -80,23 +80,22 @@ def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
 
     with_doc = {**spaces, "document": DocumentSpace(load_embedder("fake:8"))}
     names = ["text", "bm25", "document"]
+    fit = {"d3": 1.0, "d7": 0.65, "d8": 0.65, "d9": 0.0}
     options = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={}, fusion="dbsf", document_weight=1.5,
-                          period_boost=0.5, recency_boost=0.25, latest=("d3", "d7"), document_candidates=500)
+                          prior_strength=2.0, document_fit=fit, document_candidates=500)
     node = build_plan(with_doc, names, QueryInput(text="Apple net sales in Q3 2023"), options, None)
     page, document = node.prefetch
     assert node.limit == 5 and node.formula is not None and node.formula.priors == (1.5,)
     assert page.fusion == "dbsf" and [p.using for p in page.prefetch] == ["text", "bm25"]
     assert document.fusion == "dbsf" and [p.using for p in document.prefetch] == ["doc_text", "doc_bm25"]
     assert all(p.limit == 500 for p in document.prefetch)
-    ((boost, condition),) = node.formula.boosts
-    assert boost == 0.5 and condition.match == {"meta.doc.periods": ["2023-Q3"]}
-    latest = build_plan(with_doc, names, QueryInput(text="Apple's most recent 10-Q"), options, None)
-    ((boost, condition),) = latest.formula.boosts  # no period named; the latest of each series asked for
-    assert boost == 0.25 and condition.match == {"document_id": ["d3", "d7"]}
-    named = build_plan(with_doc, names, QueryInput(text="Apple's latest 10-Q"), PlanOptions(
-        5, 40, 60, {}, "dbsf", document_weight=1.0, entity_boost=0.75, entities=("Apple Inc",),
-        recency_boost=0.25, latest=("d3",)), None)
-    assert [(b, c.match) for b, c in named.formula.boosts] == [
-        (0.75, {"meta.doc.entities": ["Apple Inc"]}), (0.25, {"document_id": ["d3"]})]
+    # one term per distinct fit, the strongest first; a document that fits nothing gets none
+    assert [(b, c.match) for b, c in node.formula.boosts] == [
+        (2.0, {"document_id": ["d3"]}), (1.3, {"document_id": ["d7", "d8"]})]
+    bound = 1 + 2 * 1.5 + 2.0  # document match in [0, 2], fit in [0, 1]: the prior is bounded
+    assert 1 + 2 * node.formula.priors[0] + max(b for b, _ in node.formula.boosts) <= bound
+    fit_only = build_plan(with_doc, names, QueryInput(text="Apple"), PlanOptions(
+        5, 40, 60, {}, "dbsf", prior_strength=1.0, document_fit={"d3": 0.5}), None)
+    assert len(fit_only.prefetch) == 1 and fit_only.formula is not None and fit_only.formula.priors == ()
     off = build_plan(with_doc, names, QueryInput(text="Apple"), PlanOptions(5, 40, 60, {}, "dbsf"), None)
-    assert off.formula is None and off.fusion == "dbsf"  # document_weight 0: the page plan alone
+    assert off.formula is None and off.fusion == "dbsf"  # no weight, no fit: the page plan alone

@@ -1,6 +1,6 @@
 """Score formulas (Qdrant's score boosting) on both engines: the first prefetch's score times a prior
-made of the other prefetches' scores, times a factor (1 + boost) for each payload condition that holds,
-compared with a numpy oracle."""
+made of the other prefetches' scores plus a term (boost) for each payload condition that holds,
+compared with a numpy oracle; and a payload set on the points a filter matches."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def test_formula_is_a_prior_on_the_first_prefetch(stores) -> None:
         if i not in top:
             return 0.0  # not found by the first prefetch: nothing to multiply
         prior = 1 + 0.5 * float(points[i].vectors["doc"] @ q)
-        boosts = (1.25 if i % 4 == 2 else 1.0) * (3.0 if i % 4 in (2, 3) else 1.0)
-        return page_score[i] * prior * boosts
+        prior += (0.25 if i % 4 == 2 else 0.0) + (2.0 if i % 4 in (2, 3) else 0.0)
+        return page_score[i] * prior
 
     for name, store in made.items():
         hits = store.query("c", node)
@@ -77,3 +77,17 @@ def test_formula_counts_a_point_missing_from_a_prior_as_zero(stores) -> None:
         for p in points:
             extra = 2.0 * float(p.vectors["doc"] @ q) if p.payload["document_id"] == "d1" else 0.0
             assert scores[p.id] == pytest.approx(float(p.vectors["page"] @ q) * (1 + extra), abs=1e-4), name
+
+
+def test_set_payload_rewrites_the_keys_of_the_matching_points_only(stores) -> None:
+    made, points, _ = stores
+    for name, store in made.items():
+        store.set_payload("c", FilterSpec(match={"document_id": "d1"}), {"doc": {"periods": ["FY2023"]}})
+        hits = {h.id: h.payload for h in store.scroll("c", limit=100)}
+        for p in points:
+            if p.payload["document_id"] == "d1":
+                assert hits[p.id]["doc"] == {"periods": ["FY2023"]} and hits[p.id]["document_id"] == "d1", name
+            else:
+                assert hits[p.id]["doc"] == p.payload["doc"], name
+        assert store.query("c", QueryNode(limit=5, using="page", vector=points[1].vectors["page"],
+                                          filter=FilterSpec(match={"doc.periods": "FY2023"})))[0].id == points[1].id
