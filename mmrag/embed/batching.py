@@ -2,8 +2,13 @@
 
 A plain asyncio object (no web framework): the embedding service's request handlers call
 :meth:`DynamicBatcher.submit`; a worker task groups queued items by ``(kind, bucket)``
-and runs ``embedder.embed_batch`` on one dedicated thread (embedders are called from one
+and runs ``embedder.compute`` on one dedicated thread (embedders are called from one
 thread at a time), so the event loop keeps accepting requests while a batch computes.
+
+Items arrive *prepared* (``embedder.prepare``: token ids, pixel tensors): texts are tokenised
+in :meth:`DynamicBatcher.submit` on the event loop, images by the service on the thread that
+decodes them. So while one batch computes, the next requests are tokenised and preprocessed,
+and the forward thread only collates and runs the model.
 
 Scheduling: the bucket whose oldest item waited longest goes next; it is sent as soon as it
 holds ``max_batch`` items or its oldest item has waited ``max_wait_ms``. Items of different
@@ -75,6 +80,7 @@ def bucket_for(embedder: Embedder, config: BatchingConfig) -> BucketFn:
 @dataclass(slots=True)
 class _Pending:
     item: Item
+    prepared: Any  # embedder.prepare's result for this item
     kind: Kind
     future: asyncio.Future[np.ndarray]
     enqueued: float  # time.monotonic() at submit
@@ -146,19 +152,31 @@ class DynamicBatcher:
         rate = self.metrics.items_per_s()
         return min(30.0, max(0.1, self._depth / rate if rate > 0 else 1.0))
 
-    async def submit(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        """Queue items (already validated and decoded) and wait for their vectors, in order."""
+    async def submit(self, items: Sequence[Item], kind: Kind = "document",
+                     prepared: Sequence[Any] | None = None) -> list[np.ndarray]:
+        """Queue items (already validated and decoded) and wait for their vectors, in order.
+
+        ``prepared``: ``embedder.prepare(items, kind)`` when the caller made it (e.g. on the thread
+        that decoded the images); else it is made here, on the event loop. An item the
+        preprocessing refuses fails this request (InvalidInput) before anything is queued."""
         if self._closed or self._task is None:
             raise Unavailable(f"{self.embedder.spec} is not running")
         if self._depth + len(items) > self.config.queue_size:
             self.metrics.rejected_total += 1
             raise Overloaded(f"{self.embedder.spec}: {self._depth} items queued (limit "
                              f"{self.config.queue_size}); retry later", retry_after=self.retry_after())
+        if prepared is None:
+            try:
+                prepared = self.embedder.prepare(items, kind)
+            except Exception as exc:
+                raise as_item_error(exc, self.embedder.spec) from exc
+        if len(prepared) != len(items):
+            raise RuntimeError(f"{self.embedder.spec} prepared {len(prepared)} of {len(items)} items")
         loop = asyncio.get_running_loop()
         now = time.monotonic()
         futures = []
-        for item in items:
-            p = _Pending(item, kind, loop.create_future(), now)
+        for item, ready in zip(items, prepared, strict=True):
+            p = _Pending(item, ready, kind, loop.create_future(), now)
             self._queues.setdefault((kind, self.bucket(item)), collections.deque()).append(p)
             futures.append(p.future)
         self._depth += len(items)
@@ -198,9 +216,9 @@ class DynamicBatcher:
                 for p in batch:
                     _fail(p.future, exc)
 
-    async def _forward(self, items: list[Item], kind: Kind) -> list[np.ndarray]:
+    async def _forward(self, items: list[Any], kind: Kind) -> list[np.ndarray]:
         loop = asyncio.get_running_loop()
-        vecs = await loop.run_in_executor(self._executor, self.embedder.embed_batch, items, kind)
+        vecs = await loop.run_in_executor(self._executor, self.embedder.compute, items, kind)
         if len(vecs) != len(items):
             raise RuntimeError(f"{self.embedder.spec} returned {len(vecs)} vectors for {len(items)} items")
         return vecs
@@ -208,13 +226,13 @@ class DynamicBatcher:
     async def _execute(self, batch: list[_Pending]) -> None:
         start = time.monotonic()
         try:
-            vecs = await self._forward([p.item for p in batch], batch[0].kind)
+            vecs = await self._forward([p.prepared for p in batch], batch[0].kind)
             for p, v in zip(batch, vecs, strict=True):
                 _resolve(p.future, v)
         except Exception as exc:
             if len(batch) == 1:
                 self.metrics.failed_items_total += 1
-                _fail(batch[0].future, _as_item_error(exc, self.embedder.spec))
+                _fail(batch[0].future, as_item_error(exc, self.embedder.spec))
             else:
                 await self._execute_one_by_one(batch)
         done = time.monotonic()
@@ -227,10 +245,10 @@ class DynamicBatcher:
     async def _execute_one_by_one(self, batch: list[_Pending]) -> None:
         for p in batch:
             try:
-                _resolve(p.future, (await self._forward([p.item], p.kind))[0])
+                _resolve(p.future, (await self._forward([p.prepared], p.kind))[0])
             except Exception as exc:
                 self.metrics.failed_items_total += 1
-                _fail(p.future, _as_item_error(exc, self.embedder.spec))
+                _fail(p.future, as_item_error(exc, self.embedder.spec))
 
     def snapshot(self) -> dict[str, Any]:
         """Metrics as plain data: queue depth, counters, batch size histogram, items/s."""
@@ -258,7 +276,7 @@ def limit_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) - 1))
 
 
-def _as_item_error(exc: Exception, spec: str) -> Exception:
+def as_item_error(exc: Exception, spec: str) -> Exception:
     """A processor refusing one item (ValueError/TypeError) is that item's fault: InvalidInput."""
     if isinstance(exc, ValueError | TypeError) and not isinstance(exc, InvalidInput):
         return InvalidInput(f"{spec} could not embed this item: {exc}")
