@@ -54,6 +54,11 @@ class Embedder(abc.ABC):
         (a backend that prepares nothing; :meth:`compute` is then ``embed_batch``)."""
         return list(items)
 
+    def size(self, prepared: Any) -> int:
+        """How long one prepared item is along the axis batches pad (tokens); the service batches
+        items of similar size together. Default 1 (everything alike)."""
+        return 1
+
     def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
         """The forward pass over prepared items (any mix of :meth:`prepare` results), in order.
         ``embed_batch(items) == compute(prepare(items))`` for every backend."""

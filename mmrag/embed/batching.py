@@ -11,7 +11,10 @@ decodes them. So while one batch computes, the next requests are tokenised and p
 and the forward thread only collates and runs the model.
 
 Scheduling: the bucket whose oldest item waited longest goes next; it is sent as soon as it
-holds ``max_batch`` items or its oldest item has waited ``max_wait_ms``. Items of different
+holds ``max_batch`` items or its oldest item has waited ``max_wait_ms`` (default 0: as soon as
+the forward thread is free, with everything that queued while it computed). When more than a
+batch is queued, the batch is the oldest item and the queued items closest to it in size
+(tokens), as infinity-emb and vLLM's embedding runners sort by length. Items of different
 image shapes wait in different buckets so a batch is not padded to its largest member.
 If a batch forward raises, its items are retried one by one, so one bad item fails only
 its own request.
@@ -36,6 +39,7 @@ from mmrag.embed.base import Embedder, Item, Kind
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 
 BucketFn = Callable[[Item], Hashable]
+SORT_WINDOW = 8  # batches' worth of queued items searched for items of similar size
 log = logging.getLogger(__name__)
 
 
@@ -81,6 +85,7 @@ def bucket_for(embedder: Embedder, config: BatchingConfig) -> BucketFn:
 class _Pending:
     item: Item
     prepared: Any  # embedder.prepare's result for this item
+    size: int  # embedder.size(prepared): tokens (items of similar size batch together)
     kind: Kind
     future: asyncio.Future[np.ndarray]
     enqueued: float  # time.monotonic() at submit
@@ -176,7 +181,7 @@ class DynamicBatcher:
         now = time.monotonic()
         futures = []
         for item, ready in zip(items, prepared, strict=True):
-            p = _Pending(item, ready, kind, loop.create_future(), now)
+            p = _Pending(item, ready, self.embedder.size(ready), kind, loop.create_future(), now)
             self._queues.setdefault((kind, self.bucket(item)), collections.deque()).append(p)
             futures.append(p.future)
         self._depth += len(items)
@@ -199,11 +204,29 @@ class DynamicBatcher:
                 await asyncio.wait_for(self._wakeup.wait(), remaining)
             except TimeoutError:
                 break
-        batch = [queue.popleft() for _ in range(min(self.max_batch, len(queue)))]
+        batch = self._take(queue)
         if not queue:
             del self._queues[key]
         self._depth -= len(batch)
         return [p for p in batch if not p.future.done()]  # drop requests whose caller went away
+
+    def _take(self, queue: collections.deque[_Pending]) -> list[_Pending]:
+        """The next batch of one bucket. All of it when it fits one batch; else ``max_batch`` items
+        of similar size (tokens) from its oldest ``SORT_WINDOW`` batches' worth, always including
+        the oldest item (so none waits forever), so that short texts are not padded to long ones."""
+        if len(queue) <= self.max_batch:
+            batch = list(queue)
+            queue.clear()
+            return batch
+        window = [queue[i] for i in range(min(len(queue), self.max_batch * SORT_WINDOW))]
+        order = sorted(range(len(window)), key=lambda i: (window[i].size, i))
+        oldest = order.index(0)
+        start = max(0, min(oldest - self.max_batch // 2, len(window) - self.max_batch))
+        chosen = set(order[start : start + self.max_batch])
+        rest = [p for i, p in enumerate(window) if i not in chosen] + list(queue)[len(window):]
+        queue.clear()
+        queue.extend(rest)
+        return [window[i] for i in sorted(chosen)]
 
     async def _loop(self) -> None:
         while True:

@@ -92,6 +92,9 @@ class MultiVectorEmbedder(Embedder):
                 out.append((True, split_rows(self._process_images([it.convert("RGB")]))[0]))
         return out
 
+    def size(self, prepared: Any) -> int:
+        return int(prepared[1]["attention_mask"].shape[1])
+
     def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
         """Queries and images collated apart (as the processor pads a batch), one forward each."""
         import torch

@@ -11,7 +11,8 @@ Spec forms (all go through ``open_clip.create_model_and_transforms``):
 
 Both towers return L2-normalised ``(dim,)`` float32 vectors; images go through the model's
 own preprocessing, in :meth:`OpenClipEmbedder.prepare` (the embedding service runs it off the
-forward thread), and :meth:`OpenClipEmbedder.compute` runs the towers on the prepared tensors. Anything that stops the model loading raises :class:`Unavailable`.
+forward thread), and :meth:`OpenClipEmbedder.compute` runs the towers on the prepared tensors.
+Anything that stops the model loading raises :class:`Unavailable`.
 """
 
 from __future__ import annotations

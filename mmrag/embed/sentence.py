@@ -67,7 +67,7 @@ class SentenceEmbedder(Embedder):
         so a short text is not padded to a long one's length; vectors in the input order."""
         self.check_items(items)
         rows = self.prepare(items, kind)
-        order = sorted(range(len(rows)), key=lambda i: -int(rows[i]["attention_mask"].shape[1]))
+        order = sorted(range(len(rows)), key=lambda i: -self.size(rows[i]))
         out: list[np.ndarray] = [np.empty(0, np.float32)] * len(rows)
         for start in range(0, len(order), self.max_batch):
             chunk = order[start : start + self.max_batch]
@@ -78,6 +78,9 @@ class SentenceEmbedder(Embedder):
     def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
         """Token ids per text (truncated to ``max_seq_length``), no padding."""
         return split_rows(self.model.preprocess([str(t) for t in items]))
+
+    def size(self, prepared: Any) -> int:
+        return int(prepared["attention_mask"].shape[1])
 
     def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
         """Pad the rows to the longest, one forward, L2-normalised ``(dim,)`` vectors in order."""
