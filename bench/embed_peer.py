@@ -223,6 +223,7 @@ def main() -> None:
             raw_rates = measure(arms, raw, scenarios, texts, args.rounds, seconds)
             snap = httpx.get(f"{arms[0].url}/metrics", params={"format": "json"}).json()["models"][SPEC]
             print(f"mmrag batch sizes: {snap['batch_size_histogram']}")
+            print(f"mmrag torch threads (chosen by measurement): {snap.get('torch_threads')}")
         finally:
             for arm in arms:
                 stop_server(arm.proc)

@@ -112,9 +112,9 @@ def arms(embedder: object, spec: str, url: str, pngs: list[bytes],
 def efficiency(args: argparse.Namespace) -> dict[str, Estimate]:
     """Per model: the median over rounds of service items/s / in-process items/s, with its interval."""
     from mmrag.embed.base import EmbedderOptions, load_embedder
-    from mmrag.embed.batching import limit_torch_threads
+    from mmrag.embed.threads import cpu_cores, set_torch_threads
 
-    limit_torch_threads(0)  # the in-process arm computes with the threads the service's forward gets
+    set_torch_threads(cpu_cores())  # the in-process arm: torch's default, every core
     n = args.clients * args.per_client
     pages = [b for _, b in render_pages(dpi=200, max_pages=n, scans=False)]
     pngs = (pages * (n // len(pages) + 1))[:n]

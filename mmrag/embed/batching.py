@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from mmrag.embed.base import Embedder, Item, Kind
+from mmrag.embed.threads import ThreadPicker, candidates, set_torch_threads
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 
 BucketFn = Callable[[Item], Hashable]
@@ -48,15 +49,17 @@ class BatchingConfig(BaseModel):
 
     max_batch: int = Field(default=32, ge=1, le=4096)
     """Most items in one forward pass (also capped by the embedder's own ``max_batch``)."""
-    max_wait_ms: float = Field(default=5.0, ge=0, le=10_000)
-    """Longest an item waits for its batch to fill before the batch is sent anyway."""
+    max_wait_ms: float = Field(default=0.0, ge=0, le=10_000)
+    """Longest an item waits for its batch to fill while the model is idle; 0: a batch goes as soon
+    as the forward thread is free (it holds everything that queued while the previous one computed)."""
     queue_size: int = Field(default=256, ge=1)
     """Most items queued per model; beyond it requests are refused (429 + Retry-After)."""
     bucket_px: int = Field(default=64, ge=1)
     """Image sizes rounded up to multiples of this many pixels share a bucket (multi-vector models)."""
     torch_threads: int = Field(default=0, ge=0)
-    """torch intra-op threads of the forward-pass thread; 0: all cores but one, so the event loop
-    (HTTP, JSON, image decoding) keeps a core and torch's spinning workers do not fight it."""
+    """torch intra-op threads of the forward pass; 0: chosen per batch size by measurement among 1,
+    cores - 1 and all cores (:class:`~mmrag.embed.threads.ThreadPicker`), since the best count
+    depends on the batch and on what else holds the cores."""
 
 
 def modality_bucket(item: Item) -> Hashable:
@@ -127,8 +130,8 @@ class DynamicBatcher:
         self._queues: dict[tuple[Kind, Hashable], collections.deque[_Pending]] = {}
         self._depth = 0
         self._wakeup = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{embedder.spec}",
-                                            initializer=limit_torch_threads, initargs=(config.torch_threads,))
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{embedder.spec}")
+        self.threads = ThreadPicker(candidates(config.torch_threads))
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -239,9 +242,19 @@ class DynamicBatcher:
                 for p in batch:
                     _fail(p.future, exc)
 
-    async def _forward(self, items: list[Any], kind: Kind) -> list[np.ndarray]:
+    def _compute(self, items: list[Any], kind: Kind, tokens: int) -> list[np.ndarray]:
+        """On the forward thread: the forward with the thread count the picker chooses, timed for it."""
+        threads = self.threads.choose(len(items))
+        set_torch_threads(threads)
+        start = time.perf_counter()
+        vecs = self.embedder.compute(items, kind)
+        self.threads.record(len(items), threads, time.perf_counter() - start, tokens)
+        return vecs
+
+    async def _forward(self, batch: list[_Pending]) -> list[np.ndarray]:
         loop = asyncio.get_running_loop()
-        vecs = await loop.run_in_executor(self._executor, self.embedder.compute, items, kind)
+        items, tokens = [p.prepared for p in batch], len(batch) * max(p.size for p in batch)
+        vecs = await loop.run_in_executor(self._executor, self._compute, items, batch[0].kind, tokens)
         if len(vecs) != len(items):
             raise RuntimeError(f"{self.embedder.spec} returned {len(vecs)} vectors for {len(items)} items")
         return vecs
@@ -249,7 +262,7 @@ class DynamicBatcher:
     async def _execute(self, batch: list[_Pending]) -> None:
         start = time.monotonic()
         try:
-            vecs = await self._forward([p.prepared for p in batch], batch[0].kind)
+            vecs = await self._forward(batch)
             for p, v in zip(batch, vecs, strict=True):
                 _resolve(p.future, v)
         except Exception as exc:
@@ -268,7 +281,7 @@ class DynamicBatcher:
     async def _execute_one_by_one(self, batch: list[_Pending]) -> None:
         for p in batch:
             try:
-                _resolve(p.future, (await self._forward([p.prepared], p.kind))[0])
+                _resolve(p.future, (await self._forward([p]))[0])
             except Exception as exc:
                 self.metrics.failed_items_total += 1
                 _fail(p.future, as_item_error(exc, self.embedder.spec))
@@ -281,22 +294,8 @@ class DynamicBatcher:
                 "rejected_total": m.rejected_total, "failed_items_total": m.failed_items_total,
                 "forward_seconds_total": round(m.forward_seconds_total, 6),
                 "batch_size_histogram": dict(sorted(m.batch_sizes.items())),
+                "torch_threads": self.threads.snapshot(),
                 "items_per_s": round(m.items_per_s(), 3)}
-
-
-def limit_torch_threads(threads: int) -> None:
-    """Set torch's intra-op threads for the calling (forward-pass) thread; 0: cores - 1, at least 1.
-
-    On CPU a forward pass with one thread per core while the event loop also needs a core makes
-    torch's OpenMP workers spin against it: on 2 cores, 16 clients of MiniLM ran 4-5x slower.
-    """
-    import os
-
-    try:
-        import torch
-    except ImportError:  # an embedder without torch
-        return
-    torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) - 1))
 
 
 def as_item_error(exc: Exception, spec: str) -> Exception:

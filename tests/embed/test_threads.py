@@ -1,0 +1,44 @@
+"""ThreadPicker: the thread count is chosen from measurements, per batch-size class."""
+
+from __future__ import annotations
+
+from mmrag.embed.threads import ThreadPicker, candidates
+
+
+def run(picker: ThreadPicker, items: int, cost: dict[int, float], n: int) -> list[int]:
+    """``n`` batches of ``items``; a batch on t threads takes cost[t] seconds per token."""
+    chosen = []
+    for _ in range(n):
+        t = picker.choose(items)
+        picker.record(items, t, cost[t] * items * 10, items * 10)
+        chosen.append(t)
+    return chosen
+
+
+def test_candidates() -> None:
+    assert candidates(3) == [3]
+    assert candidates(0, cores=2) == [1, 2] and candidates(0, cores=8) == [1, 7, 8] and candidates(0, cores=1) == [1]
+
+
+def test_picks_the_faster_count_and_re_measures_the_other() -> None:
+    picker = ThreadPicker([1, 2], explore_every=8)
+    chosen = run(picker, 32, {1: 2e-3, 2: 1e-3}, 64)
+    assert chosen[:2] == [1, 2]  # each measured once first
+    assert chosen[2:].count(2) > 0.8 * len(chosen[2:])  # then mostly the faster one
+    assert 2 <= chosen[2:].count(1) <= 10  # but the slower one is re-measured now and then
+    assert picker.snapshot()["batches_by_threads"] == {1: chosen.count(1), 2: chosen.count(2)}
+
+
+def test_size_classes_are_measured_apart() -> None:
+    picker = ThreadPicker([1, 2], explore_every=8)
+    single = run(picker, 1, {1: 1e-3, 2: 5e-3}, 20)  # single items: one thread is faster
+    full = run(picker, 32, {1: 2e-3, 2: 1e-3}, 20)  # full batches: two are
+    assert single[2:].count(1) >= 16 and full[2:].count(2) >= 15
+
+
+def test_follows_a_change_of_load() -> None:
+    picker = ThreadPicker([1, 2], explore_every=4, hopeless=100.0)
+    before = run(picker, 32, {1: 2e-3, 2: 1e-3}, 20)
+    assert before[-10:].count(2) >= 7
+    later = run(picker, 32, {1: 2e-3, 2: 8e-3}, 40)  # another process now holds a core
+    assert later[-10:].count(1) >= 8
