@@ -8,7 +8,8 @@ Both servers load all-MiniLM-L6-v2 from the folder the PyPI package ``gt-all-min
 with ``--model-id <folder>``), on the same device, both up for the whole run. infinity-emb lives in
 its own virtual environment (``.venv-infinity``, created on first use with pip: ``torch==2.14.1``
 and ``infinity-emb[server,torch]``), as the vLLM backend would. ``--variant NAME='ARGS'`` adds more
-mmrag servers with other ``embed-serve`` flags (e.g. ``t2='--torch-threads 2'``): the thread probe.
+mmrag servers with other ``embed-serve`` flags and environment (e.g. ``t2='--torch-threads 2'``,
+``passive='OMP_WAIT_POLICY=PASSIVE'``): the thread probe.
 
 Scenarios: closed-loop clients x texts per request (``--quick``: 1 x 1, 16 x 1, 4 x 32, the issue's
 three; full mode adds 64 x 1, 1 x 32, 16 x 32, 64 x 32), OpenAI-shaped ``POST /v1/embeddings`` /
@@ -138,14 +139,16 @@ def start_arms(args: argparse.Namespace, logs: Path) -> list[Arm]:
     mmrag = str(Path(sys.executable).with_name("mmrag"))
     try:
         for name, extra in [("mmrag", ""), *(v.split("=", 1) for v in args.variant)]:
+            words = shlex.split(extra)  # leading NAME=VALUE words are environment variables
+            env = dict(w.split("=", 1) for w in words if "=" in w and w.split("=")[0].isupper())
+            flags = [w for w in words if w.split("=", 1)[0] not in env]
             port = free_port()
             cmd = [mmrag, "embed-serve", "--host", "127.0.0.1", "--port", str(port), "--model", SPEC,
-                   "--device", args.device, "--max-batch", str(args.max_batch), "--queue-size", "4096",
-                   *shlex.split(extra)]
-            proc = start_server(cmd, f"http://127.0.0.1:{port}/health",
-                                lambda r: SPEC in r.json().get("models", {}), log=logs / f"{name}.log")
+                   "--device", args.device, "--max-batch", str(args.max_batch), "--queue-size", "4096", *flags]
+            proc = start_server(cmd, f"http://127.0.0.1:{port}/health", lambda r: SPEC in r.json().get("models", {}),
+                                env=env, log=logs / f"{name}.log")
             arms.append(Arm(name, f"http://127.0.0.1:{port}", "/v1/embeddings", SPEC, proc))
-            print(f"{name}: {' '.join(cmd[1:])}", flush=True)
+            print(f"{name}: {' '.join(f'{k}={v}' for k, v in env.items())} {' '.join(cmd[1:])}", flush=True)
         port = free_port()
         cmd = [str(exe), "v2", "--model-id", minilm_folder(), "--served-model-name", PEER_NAME,
                "--host", "127.0.0.1", "--port", str(port), "--device", args.device, "--engine", "torch",
@@ -201,7 +204,7 @@ def p(values: list[float], q: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the three target scenarios, 2 s each")
+    ap.add_argument("--quick", action="store_true", help="the three target scenarios, 3 s each")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=None, help="closed-loop seconds per scenario, server, round")
     ap.add_argument("--device", default="cpu")
@@ -211,7 +214,7 @@ def main() -> None:
                     help="another mmrag server with these embed-serve flags (repeatable)")
     ap.add_argument("--raw-texts", type=int, default=256, help="texts per raw-forward measurement")
     args = ap.parse_args()
-    seconds = args.seconds or (2.0 if args.quick else 6.0)
+    seconds = args.seconds or (3.0 if args.quick else 6.0)
     scenarios = ([parse_scenario(s) for s in args.scenarios.split(",")] if args.scenarios
                  else QUICK_SCENARIOS if args.quick else SCENARIOS)
     texts = sentences()

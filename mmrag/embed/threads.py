@@ -7,8 +7,9 @@ to 5x) on one thread, because torch's OpenMP workers spin-wait against the event
 other processes. No fixed number is right, so :class:`ThreadPicker` measures: per batch-size
 class it keeps a moving average of forward seconds per padded token for each candidate count
 (1, cores - 1, cores), uses the fastest, and re-measures each other candidate every
-``explore_every`` batches of that class (a candidate more than ``hopeless`` times slower than the
-best only every ``4 * explore_every``), so the choice follows the load.
+``explore_every`` (32) batches of that class (a candidate more than ``hopeless`` (1.5) times slower
+than the best only every ``4 * explore_every``), so the choice follows the load; a slower batch now
+and then is the price (it shows in tail latency, so re-measuring is rare).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class ThreadPicker:
     """Lifecycle: one per batcher; the forward thread calls ``choose(items)`` before a batch and
     ``record(items, threads, seconds, tokens)`` after it. Thread-safe (one lock)."""
 
-    def __init__(self, options: list[int], *, explore_every: int = 16, hopeless: float = 3.0,
+    def __init__(self, options: list[int], *, explore_every: int = 32, hopeless: float = 1.5,
                  smoothing: float = 0.3) -> None:
         if not options:
             raise ValueError("no thread counts to choose from")

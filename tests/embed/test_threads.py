@@ -21,7 +21,7 @@ def test_candidates() -> None:
 
 
 def test_picks_the_faster_count_and_re_measures_the_other() -> None:
-    picker = ThreadPicker([1, 2], explore_every=8)
+    picker = ThreadPicker([1, 2], explore_every=8, hopeless=3.0)
     chosen = run(picker, 32, {1: 2e-3, 2: 1e-3}, 64)
     assert chosen[:2] == [1, 2]  # each measured once first
     assert chosen[2:].count(2) > 0.8 * len(chosen[2:])  # then mostly the faster one
@@ -30,7 +30,7 @@ def test_picks_the_faster_count_and_re_measures_the_other() -> None:
 
 
 def test_size_classes_are_measured_apart() -> None:
-    picker = ThreadPicker([1, 2], explore_every=8)
+    picker = ThreadPicker([1, 2], explore_every=8, hopeless=3.0)
     single = run(picker, 1, {1: 1e-3, 2: 5e-3}, 20)  # single items: one thread is faster
     full = run(picker, 32, {1: 2e-3, 2: 1e-3}, 20)  # full batches: two are
     assert single[2:].count(1) >= 16 and full[2:].count(2) >= 15
@@ -42,3 +42,9 @@ def test_follows_a_change_of_load() -> None:
     assert before[-10:].count(2) >= 7
     later = run(picker, 32, {1: 2e-3, 2: 8e-3}, 40)  # another process now holds a core
     assert later[-10:].count(1) >= 8
+
+
+def test_a_hopeless_count_is_re_measured_rarely() -> None:
+    picker = ThreadPicker([1, 2], explore_every=8, hopeless=1.5)
+    chosen = run(picker, 32, {1: 2e-3, 2: 1e-3}, 66)  # 1 thread is 2x slower: beyond "hopeless"
+    assert chosen[2:].count(1) == 2  # every 4 x 8 batches
