@@ -16,10 +16,12 @@ three; full mode adds 64 x 1, 1 x 32, 16 x 32, 64 x 32), OpenAI-shaped ``POST /v
 ``/embeddings``, float JSON back. Texts are real sentences (the docling groundtruth Markdown). In
 each round every scenario runs on every server for ``--seconds``, the server order alternating
 (ABBA); per round: texts/s and p50/p99 latency of each, the ratios mmrag / infinity, the CPU the
-load generator (this process) and each server used. Once per round (first in even rounds, last in
-odd ones) the *raw forward*: the same model in this process, the round's texts tokenised beforehand
-and sorted by length into batches of ``--max-batch``, ``forward`` + normalise back to back, with 1
-and with all torch threads (the faster counts): no HTTP, no tokeniser, no batching decisions.
+load generator (this process) and each server used. Throughput ratios are per round (paired);
+the p99 ratio is of all the rounds' requests of each server, bootstrapped over requests. Once per
+round (first in even rounds, last in odd ones) the *raw forward*: the same model in this process,
+the round's texts tokenised beforehand and sorted by length into batches of ``--max-batch``,
+``forward`` + normalise back to back, with 1 and with all torch threads (the faster counts): no
+HTTP, no tokeniser, no batching decisions.
 
 Ends with ``RESULT peer_throughput_ratio=… _lo _hi peer_p99_ratio=… _lo _hi`` (16 clients, single
 texts), ``c<clients>_b<batch>_throughput_ratio`` / ``_p99_ratio`` per scenario, and ``raw_ratio``
@@ -45,7 +47,16 @@ import numpy as np
 import psutil
 
 from bench._http import ROOT, LoadRun, closed_loop, free_port, start_server, stop_server
-from bench._stats import Estimate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import (
+    Estimate,
+    interval,
+    machine_line,
+    paired_ratios,
+    percentile_stat,
+    ratio_interval,
+    result_line,
+    verdict,
+)
 
 PEER_VENV = ROOT / ".venv-infinity"
 PEER_PACKAGES = ["torch==2.14.1", "infinity-emb[server,torch]==0.0.78"]
@@ -279,8 +290,8 @@ def report(arms: list[Arm], raw_rates: list[tuple[float, float]], scenarios: lis
             if arm is not peer:
                 pr = peer.runs[(clients, batch)]
                 thr = interval(paired_ratios([m.load.items_per_s for m in runs], [m.load.items_per_s for m in pr]))
-                p99 = interval(paired_ratios([p(m.load.latencies, 99) for m in runs],
-                                             [p(m.load.latencies, 99) for m in pr]))
+                p99 = ratio_interval([x for m in runs for x in m.load.latencies],
+                                     [x for m in pr for x in m.load.latencies], percentile_stat(99))
                 line += f" {thr.value:.3f} [{thr.lo:.3f}, {thr.hi:.3f}], {p99.value:.3f} [{p99.lo:.3f}, {p99.hi:.3f}]"
                 prefix = "" if arm is arms[0] else f"{arm.name}_"
                 values[f"{prefix}c{clients}_b{batch}_throughput_ratio"] = thr
