@@ -26,11 +26,6 @@ def embed_serve(
     dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
 ) -> None:
     """Serve embedders over HTTP with dynamic batching; models that cannot load are reported in /health."""
-    import os
-
-    # torch's OpenMP workers spin 10k rounds (not libgomp's 300k) before sleeping at a barrier, so
-    # they leave the cores to the event loop sooner (docs/embedding.md); read when torch loads
-    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
     import uvicorn
 
     from api.embed_server import create_embed_app
