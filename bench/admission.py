@@ -5,14 +5,15 @@
 Open-loop Poisson arrivals, the same seeded schedule for both policies; ``--seeds`` schedules of
 ``--requests`` requests each, the two policies ABBA-alternated over the seeds.
 
-**Capacity** is measured first, *batched*: ``--clients`` closed-loop clients (default the engine's
-``max_batch``) send the same mix through the engine with the tight budget and FCFS; capacity =
+**Capacity** is measured first, *batched*: ``--clients`` closed-loop clients (default 3 x the engine's
+``max_batch``, so that the decode batch and the encoder thread are both kept busy) send the same mix through the engine with the tight budget and FCFS; capacity =
 completed requests / wall seconds. Conditions (token budget, offered rate):
 
 * ``saturated``: the tight budget (2,048: one image request plus a few text ones fit at once) at
   ``--saturation`` (1.5) x the batched capacity. **Saturation is verified**, per seed, on the FCFS
-  run: completed/s below the offered rate, and the admission queue longer at the last third of the
-  arrivals than at the first third (it grows); the targets count only where every seed verified.
+  run: completed/s below the offered rate, and the requests in the system (submitted, not finished:
+  waiting for admission, encoding, or queued for the decode loop) more at the last third of the
+  arrivals than at the first third (the backlog grows); the targets count only where every seed verified.
 * ``below``: the tight budget at ``--load`` (0.7) x capacity (reported, no target);
 * ``default``: the engine's default budget (``VLMConfig().token_budget``) at ``--load`` x capacity.
 
@@ -90,7 +91,7 @@ class ChargingAdmission(AdmissionController):
 class Outcome:
     kind: str  # "text" | "image"
     arrival: float
-    queued_at_arrival: int = 0  # admission queue length just before this request was submitted
+    in_system_at_arrival: int = 0  # requests submitted and not finished when this one arrived
     ttft: float = 0.0
     end: float = 0.0
     used_tokens: int = 0  # prefilled + produced, from the backend's ledger
@@ -128,8 +129,8 @@ class Run:
     @property
     def queue_grows(self) -> bool:
         third = max(1, len(self.outcomes) // 3)
-        early = statistics.median(o.queued_at_arrival for o in self.outcomes[:third])
-        late = statistics.median(o.queued_at_arrival for o in self.outcomes[-third:])
+        early = statistics.median(o.in_system_at_arrival for o in self.outcomes[:third])
+        late = statistics.median(o.in_system_at_arrival for o in self.outcomes[-third:])
         return late > early
 
     @property
@@ -161,11 +162,15 @@ def run(policy: Policy, backend: TransformersBackend, cfg: VLMConfig, budget: in
     backend.ledger.reset()
     outcomes = [Outcome("image" if r.images else "text", at) for at, r in load]
     t0 = time.perf_counter() + 0.2
+    in_system = [0]
+    lock = threading.Lock()
 
     def client(i: int) -> None:
         at, request = load[i]
         time.sleep(max(0.0, t0 + at - time.perf_counter()))
-        outcomes[i].queued_at_arrival = admission.queued
+        with lock:
+            outcomes[i].in_system_at_arrival = in_system[0]
+            in_system[0] += 1
         timings = RequestTimings()
         try:
             for _ in engine.start(request, timings):
@@ -174,6 +179,8 @@ def run(policy: Policy, backend: TransformersBackend, cfg: VLMConfig, budget: in
         except Exception as exc:  # recorded, reported
             outcomes[i].error = repr(exc)
         outcomes[i].end = time.perf_counter() - t0
+        with lock:
+            in_system[0] -= 1
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(len(load))]
     for th in threads:
@@ -234,8 +241,8 @@ def condition(name: str, budget: int, rate: float, args: argparse.Namespace, bac
         f, g = runs["fcfs"][-1], runs["fair"][-1]
         print(f"{name} seed {seed}: text p99 fcfs {p99(f.ttfts('text')):.3f}s fair {p99(g.ttfts('text')):.3f}s | "
               f"offered {rate:.2f}/s, completed fcfs {f.throughput:.2f}/s fair {g.throughput:.2f}/s | tokens/s "
-              f"{f.tokens_per_s:.0f} / {g.tokens_per_s:.0f} | fcfs saturated {int(f.saturated)} (queue at arrival "
-              f"{f.outcomes[0].queued_at_arrival}->{f.outcomes[-1].queued_at_arrival}) | KV peak {f.peak_kv}/"
+              f"{f.tokens_per_s:.0f} / {g.tokens_per_s:.0f} | fcfs saturated {int(f.saturated)} (in system at arrival "
+              f"{f.outcomes[0].in_system_at_arrival}->{f.outcomes[-1].in_system_at_arrival}) | KV peak {f.peak_kv}/"
               f"{g.peak_kv} of {budget} | errors {sum(bool(o.error) for o in f.outcomes + g.outcomes)}", flush=True)
     return runs
 
@@ -291,7 +298,7 @@ def main() -> None:
         backend = TransformersBackend.load(cfg)
         pages = [image_input(data, backend.accounting, 320, label)
                  for label, data in render_pages(dpi=args.dpi, max_pages=40)]
-        capacity = batched_capacity(backend, cfg, pages, args.clients or cfg.max_batch, 60)
+        capacity = batched_capacity(backend, cfg, pages, args.clients or 3 * cfg.max_batch, 120)
         print(f"{args.seeds} seeds x {args.requests} requests per condition and policy; "
               f"{statistics.mean(p.plan.tokens for p in pages):.0f} visual tokens/page", flush=True)
         saturated = condition("saturated", TIGHT_BUDGET, args.saturation * capacity, args, backend, cfg, pages)
@@ -306,7 +313,7 @@ def main() -> None:
     over, reserved, admitted = audit(runs)
     violations = sum(r.violations for r in runs)
     peak_share = max(r.peak_kv / r.budget for r in runs)
-    print(f"saturation verified on every FCFS seed (completed < offered and the queue grows): {verified} "
+    print(f"saturation verified on every FCFS seed (completed < offered and the backlog grows): {verified} "
           f"({sum(r.saturated for r in saturated['fcfs'])}/{len(saturated['fcfs'])})")
     print(f"audit from the backend's ledger: {admitted} admitted requests, {over} computed more tokens than they "
           f"were charged; {violations} forwards ran with more KV tokens resident than the budget (peak "
