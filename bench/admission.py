@@ -6,8 +6,9 @@ Open-loop Poisson arrivals, the same seeded schedule for both policies; ``--seed
 ``--requests`` requests each, the two policies ABBA-alternated over the seeds.
 
 **Capacity** is measured first, *batched*: ``--clients`` closed-loop clients (default 3 x the engine's
-``max_batch``, so that the decode batch and the encoder thread are both kept busy) send the same mix through the engine with the tight budget and FCFS; capacity =
-completed requests / wall seconds. Conditions (token budget, offered rate):
+``max_batch``, so that the decode batch and the encoder thread are both kept busy) send the same
+mix through the engine with the tight budget and FCFS; capacity = completed requests / wall seconds.
+Conditions (token budget, offered rate):
 
 * ``saturated``: the tight budget (2,048: one image request plus a few text ones fit at once) at
   ``--saturation`` (1.5) x the batched capacity. **Saturation is verified**, per seed, on the FCFS
