@@ -26,6 +26,7 @@ import asyncio
 import collections
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -132,6 +133,7 @@ class DynamicBatcher:
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{embedder.spec}")
         self.threads = ThreadPicker(candidates(config.torch_threads))
+        self._prepare_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -174,10 +176,7 @@ class DynamicBatcher:
             raise Overloaded(f"{self.embedder.spec}: {self._depth} items queued (limit "
                              f"{self.config.queue_size}); retry later", retry_after=self.retry_after())
         if prepared is None:
-            try:
-                prepared = self.embedder.prepare(items, kind)
-            except Exception as exc:
-                raise as_item_error(exc, self.embedder.spec) from exc
+            prepared = self.prepare(items, kind)
         if len(prepared) != len(items):
             raise RuntimeError(f"{self.embedder.spec} prepared {len(prepared)} of {len(items)} items")
         loop = asyncio.get_running_loop()
@@ -190,6 +189,16 @@ class DynamicBatcher:
         self._depth += len(items)
         self._wakeup.set()
         return list(await asyncio.gather(*futures))
+
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        """``embedder.prepare`` from any thread, one call at a time (a tokenizer's padding and
+        truncation settings are state: fast tokenizers refuse concurrent calls). A refusal of the
+        preprocessing (ValueError/TypeError) becomes InvalidInput."""
+        with self._prepare_lock:
+            try:
+                return self.embedder.prepare(items, kind)
+            except Exception as exc:
+                raise as_item_error(exc, self.embedder.spec) from exc
 
     def _oldest_queue(self) -> tuple[Kind, Hashable]:
         return min(self._queues, key=lambda k: self._queues[k][0].enqueued)

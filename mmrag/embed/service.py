@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, load_embedder
-from mmrag.embed.batching import BatchingConfig, DynamicBatcher, as_item_error
+from mmrag.embed.batching import BatchingConfig, DynamicBatcher
 from mmrag.embed.lazy import LOAD_ERRORS, one_line
 from mmrag.embed.wire import check_text
 from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge, Unavailable
@@ -103,7 +103,7 @@ class EmbedService:
         prepared: list[Any] = []
         for i, blob in enumerate(blobs):
             try:
-                image, ready = await asyncio.to_thread(self._decode_and_prepare, batcher.embedder, blob, kind)
+                image, ready = await asyncio.to_thread(self._decode_and_prepare, batcher, blob, kind)
             except MMRAGError as exc:
                 exc.message = f"image {i}: {exc.message}"
                 raise
@@ -111,13 +111,10 @@ class EmbedService:
             prepared.append(ready)
         return await batcher.submit(images, kind, prepared)
 
-    def _decode_and_prepare(self, embedder: Embedder, blob: bytes, kind: Kind) -> tuple[Item, Any]:
+    def _decode_and_prepare(self, batcher: DynamicBatcher, blob: bytes, kind: Kind) -> tuple[Item, Any]:
         lim = self.limits
         image = decode_image(blob, max_bytes=lim.max_image_bytes, max_pixels=lim.max_image_pixels)
-        try:
-            return image, embedder.prepare([image], kind)[0]
-        except Exception as exc:  # the model's preprocessing refuses this image
-            raise as_item_error(exc, embedder.spec) from exc
+        return image, batcher.prepare([image], kind)[0]  # decoding in parallel, preparing one at a time
 
     def multivector(self, spec: str) -> bool:
         return self.batcher(spec).embedder.multivector
