@@ -124,6 +124,14 @@ class Run:
     def tokens_per_s(self) -> float:
         return sum(o.used_tokens for o in self.ok()) / self.span
 
+    @property
+    def window_tokens_per_s(self) -> float:
+        """Tokens of requests completed while arrivals were still coming, per second of arrivals: the
+        backlogged steady state, without the drain after the last arrival."""
+        last = max(o.arrival for o in self.outcomes)
+        first = min(o.arrival for o in self.outcomes)
+        return sum(o.used_tokens for o in self.ok() if o.end <= last) / max(1e-9, last - first)
+
     def ttfts(self, kind: str) -> list[float]:
         return [o.ttft for o in self.ok() if o.kind == kind]
 
@@ -265,8 +273,11 @@ def summarize(name: str, runs: dict[str, list[Run]]) -> tuple[Estimate, Estimate
               f"image TTFT p50 {statistics.median(i):.3f}s p99 {p99(i):.3f}s (n={len(i)}) | "
               f"{statistics.median(r.throughput for r in runs[policy]):.2f} req/s, "
               f"{statistics.median(r.tokens_per_s for r in runs[policy]):.0f} tokens/s")
+    window = interval(paired_ratios([r.window_tokens_per_s for r in runs["fair"]],
+                                    [r.window_tokens_per_s for r in runs["fcfs"]]))
     print(f"  {name}: p99 text ratio {text.value:.3f} [{text.lo:.3f}, {text.hi:.3f}]; completed tokens/s ratio "
-          f"{tokens.value:.3f} [{tokens.lo:.3f}, {tokens.hi:.3f}]", flush=True)
+          f"{tokens.value:.3f} [{tokens.lo:.3f}, {tokens.hi:.3f}]; while arrivals came (no drain) "
+          f"{window.value:.3f} [{window.lo:.3f}, {window.hi:.3f}]", flush=True)
     return text, tokens
 
 
