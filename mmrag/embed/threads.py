@@ -7,9 +7,12 @@ to 5x) on one thread, because torch's OpenMP workers spin-wait against the event
 other processes. No fixed number is right, so :class:`ThreadPicker` measures: per batch-size
 class it keeps a moving average of forward seconds per padded token for each candidate count
 (1, cores - 1, cores), uses the fastest, and re-measures each other candidate every
-``explore_every`` (32) batches of that class (a candidate more than ``hopeless`` (1.5) times slower
-than the best only every ``4 * explore_every``), so the choice follows the load; a slower batch now
-and then is the price (it shows in tail latency, so re-measuring is rare).
+``explore_every`` (32) batches or ``explore_s`` (5) seconds of that class, whichever comes first (a
+candidate more than ``hopeless`` (1.5) times slower than the best: 4 times as rarely), so the choice
+follows the load; a slower batch now and then is the price (it shows in tail latency, so
+re-measuring is rare). The average falls at once to a faster measurement and rises by
+``smoothing`` per slower one: a count that was slow only while something else held the cores is
+trusted again after one good batch, and a count that turns slow is left after a few.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -53,18 +58,21 @@ class _Class:
     batches: int = 0
     per_token: dict[int, float] = field(default_factory=dict)  # threads -> EWMA seconds per padded token
     last_tried: dict[int, int] = field(default_factory=dict)  # threads -> batch number when last measured
+    last_tried_at: dict[int, float] = field(default_factory=dict)  # threads -> clock when last measured
 
 
 class ThreadPicker:
     """Lifecycle: one per batcher; the forward thread calls ``choose(items)`` before a batch and
     ``record(items, threads, seconds, tokens)`` after it. Thread-safe (one lock)."""
 
-    def __init__(self, options: list[int], *, explore_every: int = 32, hopeless: float = 1.5,
-                 smoothing: float = 0.3) -> None:
+    def __init__(self, options: list[int], *, explore_every: int = 32, explore_s: float = 5.0,
+                 hopeless: float = 1.5, smoothing: float = 0.3,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not options:
             raise ValueError("no thread counts to choose from")
         self.options = options
-        self.explore_every, self.hopeless, self.smoothing = explore_every, hopeless, smoothing
+        self.explore_every, self.explore_s = explore_every, explore_s
+        self.hopeless, self.smoothing, self._clock = hopeless, smoothing, clock
         self._classes: dict[int, _Class] = {}
         self._lock = threading.Lock()
         self.chosen: dict[int, int] = {}  # threads -> batches run with it
@@ -88,11 +96,14 @@ class ThreadPicker:
                 if due:
                     pick = min(due, key=lambda t: c.last_tried.get(t, 0))
             c.last_tried[pick] = c.batches
+            c.last_tried_at[pick] = self._clock()
             return pick
 
     def _due(self, c: _Class, threads: int, best: float) -> bool:
-        every = self.explore_every * (4 if c.per_token[threads] > self.hopeless * best else 1)
-        return c.batches - c.last_tried.get(threads, 0) >= every
+        rarely = 4 if c.per_token[threads] > self.hopeless * best else 1
+        waited = self._clock() - c.last_tried_at.get(threads, 0.0)
+        return (c.batches - c.last_tried.get(threads, 0) >= self.explore_every * rarely
+                or waited >= self.explore_s * rarely)
 
     def record(self, items: int, threads: int, seconds: float, tokens: int) -> None:
         """One measured forward: ``tokens`` = items x the longest item (what the batch computed)."""
@@ -100,7 +111,8 @@ class ThreadPicker:
         with self._lock:
             c = self._classes.setdefault(self.size_class(items), _Class())
             old = c.per_token.get(threads)
-            c.per_token[threads] = rate if old is None else (1 - self.smoothing) * old + self.smoothing * rate
+            slower = old is not None and rate > old
+            c.per_token[threads] = (1 - self.smoothing) * old + self.smoothing * rate if slower else rate  # type: ignore[operator]
             self.chosen[threads] = self.chosen.get(threads, 0) + 1
 
     def snapshot(self) -> dict[str, object]:
