@@ -21,7 +21,6 @@ from PIL import Image
 
 from mmrag.devices import resolve_device, resolve_dtype
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
-from mmrag.embed.features import collate_rows, split_rows
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 
@@ -84,6 +83,8 @@ class MultiVectorEmbedder(Embedder):
     def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
         """Per item ``(is_image, row)``: the processor's inputs for that item alone (queries through
         ``process_queries``, RGB images through ``process_images``), to be collated by :meth:`compute`."""
+        from mmrag.embed.features import split_rows  # torch: imported when a model runs
+
         out: list[Any] = []
         for it in items:
             if isinstance(it, str):
@@ -99,6 +100,8 @@ class MultiVectorEmbedder(Embedder):
         """Queries and images collated apart (as the processor pads a batch), one forward each."""
         import torch
         from transformers import BatchFeature
+
+        from mmrag.embed.features import collate_rows
 
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         pads = {"input_ids": getattr(tokenizer, "pad_token_id", None) or 0, "labels": -100}

@@ -21,7 +21,6 @@ import numpy as np
 
 from mmrag.devices import resolve_device
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
-from mmrag.embed.features import Row, collate_rows, split_rows
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 
@@ -77,6 +76,8 @@ class SentenceEmbedder(Embedder):
 
     def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
         """Token ids per text (truncated to ``max_seq_length``), no padding."""
+        from mmrag.embed.features import split_rows  # torch: imported when a model runs
+
         return split_rows(self.model.preprocess([str(t) for t in items]))
 
     def size(self, prepared: Any) -> int:
@@ -86,7 +87,9 @@ class SentenceEmbedder(Embedder):
         """Pad the rows to the longest, one forward, L2-normalised ``(dim,)`` vectors in order."""
         import torch
 
-        rows: list[Row] = list(prepared)
+        from mmrag.embed.features import collate_rows
+
+        rows = list(prepared)
         tokenizer = self.model.tokenizer
         batch = collate_rows(rows, pad_values={"input_ids": tokenizer.pad_token_id or 0},
                              padding_side=tokenizer.padding_side)
