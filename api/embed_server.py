@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import numpy as np
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ValidationError
@@ -58,17 +59,19 @@ def vectors_response(spec: str, vectors: list[np.ndarray], multivector: bool, re
     """
     fmt = req.encoding_format or ("binary" if multivector else "float")
     if fmt == "binary":
-        body = encode_vectors(vectors, multivector=multivector, dtype=req.dtype)
-        return Response(body, media_type=CONTENT_TYPE)
+        return Response(encode_vectors(vectors, multivector=multivector, dtype=req.dtype), media_type=CONTENT_TYPE)
     if multivector:
         raise InvalidInput(f"{spec} returns multi-vectors; allowed encoding_format: binary ({CONTENT_TYPE})")
 
-    def encode(v: np.ndarray) -> list[float] | str:
-        return v.tolist() if fmt == "float" else base64.b64encode(v.astype("<f4").tobytes()).decode()
+    def encode(v: np.ndarray) -> np.ndarray | str:
+        v = np.ascontiguousarray(v, dtype=np.float32)
+        return v if fmt == "float" else base64.b64encode(v.astype("<f4").tobytes()).decode()
 
     data = [{"object": "embedding", "index": i, "embedding": encode(v)} for i, v in enumerate(vectors)]
-    return JSONResponse({"object": "list", "data": data, "model": spec,
-                         "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+    body: dict[str, Any] = {"object": "list", "data": data, "model": spec,
+                            "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+    # orjson writes float32 arrays natively (shortest float32 digits): ~30x faster than json.dumps of lists
+    return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
 
 
 async def _image_inputs(request: Request, limits: InputLimits) -> tuple[dict[str, Any], list[bytes]]:
@@ -154,10 +157,10 @@ def create_embed_app(specs: Sequence[str], options: EmbedderOptions | None = Non
     @app.post("/v1/embeddings", openapi_extra=TEXT_OPENAPI, responses=VECTOR_RESPONSES)
     async def embed_texts(request: Request) -> Response:
         try:
-            req = TextRequest.model_validate(await request.json())
+            req = TextRequest.model_validate(orjson.loads(await request.body()))
         except ValidationError as exc:
             raise InvalidInput(f"bad request: {_pydantic_message(exc)}") from exc
-        except ValueError as exc:
+        except orjson.JSONDecodeError as exc:
             raise InvalidInput(f"body is not JSON: {exc}") from exc
         texts = [req.input] if isinstance(req.input, str) else req.input
         vectors = await service.embed_texts(req.model, texts, req.kind)

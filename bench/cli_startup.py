@@ -6,14 +6,18 @@ with ``HF_HUB_OFFLINE=1`` (issue 10: the ratio should be <= 1.5; it was 11.3, 77
 Setup: a temp data folder; one shared PDF ingested with the default settings (``mmrag ingest``).
 Arms, alternated ABBA over the rounds, each one fresh ``mmrag search "<query>" --corpus x --json``
 process timed by wall clock: ``hub`` (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE removed from the
-environment) and ``offline`` (HF_HUB_OFFLINE=1). ``--with-server`` adds the arm ``rest``: the same
-command while ``mmrag serve`` runs on the folder (the CLI then searches over REST).
-Ends with ``RESULT hub_s=… offline_s=… ratio=… (_lo/_hi)`` and the verdict on ratio <= 1.5.
+environment) and ``offline`` (HF_HUB_OFFLINE=1). ``--with-server`` adds, while ``mmrag serve`` runs
+on the folder, two more arms alternated ABBA with each other: ``rest`` (the same command: the CLI
+then searches over REST) and ``bare`` (a fresh ``python -c`` that only imports httpx and posts the
+same search), so ``cli_s / bare_s`` is what the CLI adds over the request itself.
+Ends with ``RESULT hub_s=… offline_s=… ratio=… (_lo/_hi)`` (``cli_s bare_s cli_over_bare`` with
+``--with-server``) and the verdict on ratio <= 1.5.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from bench._http import free_port
 from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +53,23 @@ def mmrag(env: dict[str, str], *args: str) -> float:
     return seconds
 
 
+def bare(env: dict[str, str], port: int) -> float:
+    """Wall seconds of a fresh interpreter that imports httpx and posts the CLI's search (must succeed)."""
+    from mmrag.client import search_body
+    from mmrag.types import SearchRequest
+
+    body = json.dumps(search_body(SearchRequest(query=QUERY)))  # the body the CLI sends
+    code = (f"import httpx; r = httpx.post('http://127.0.0.1:{port}/corpora/x/search', "
+            f"content={body!r}, headers={{'content-type': 'application/json'}}, timeout=120); r.raise_for_status()")
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"bare search failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds
+
+
 def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(port)], cwd=ROOT,
                             env={**env, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -67,6 +89,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--with-server", action="store_true", help="also time the CLI over REST")
     args = parser.parse_args()
+    print(machine_line(), flush=True)
     pdf = sorted((CORPUS / "pdf").glob("*.pdf"))[0]
     with tempfile.TemporaryDirectory(prefix="mmrag-cli-") as tmp:
         env = base_env(Path(tmp) / "data")
@@ -78,14 +101,17 @@ def main() -> None:
         results = {"hub_s": interval(values["hub"]), "offline_s": interval(values["offline"]),
                    "ratio": interval(paired_ratios(values["hub"], values["offline"]))}
         if args.with_server:
-            port = 18000 + os.getpid() % 1000
+            port = free_port()
             server = start_server(env, port)
             try:
-                rest = [mmrag(env, *search) for _ in range(args.rounds)]
+                mmrag(env, *search)  # the server's first search loads its models: not timed
+                rest = alternate({"rest": lambda r: mmrag(env, *search), "bare": lambda r: bare(env, port)},
+                                 args.rounds)
             finally:
                 server.terminate()
                 server.wait(timeout=60)
-            results["rest_s"] = interval(rest)
+            results["cli_s"], results["bare_s"] = interval(rest["rest"]), interval(rest["bare"])
+            results["cli_over_bare"] = interval(paired_ratios(rest["rest"], rest["bare"]))
     print(machine_line())
     print(verdict("ratio", results["ratio"], TARGET, at_least=False))
     print(result_line(results))

@@ -5,11 +5,11 @@
 1. Service efficiency, per model: real page images (docling PDF pages rendered at 200 dpi, 1700 x
    2200 px, PNG) through the models' real processors, measured side by side
    (a) in-process: decode each PNG (the same ``decode_image`` the service uses) and call
-       ``embed_batch`` on chunks of ``--batch`` images, back to back, with the torch threads the
-       service's forward pass gets (``BatchingConfig.torch_threads``: all cores but one);
+       ``embed_batch`` on chunks of ``--batch`` images, back to back, with torch's default threads
+       (every core), as a caller of the embedder in its own process would;
    (b) through the real HTTP service (``mmrag embed-serve`` subprocess on 127.0.0.1, ``--max-batch
-       --batch``) with ``--clients`` concurrent clients, each sending one page per request and
-       waiting for its answer.
+       --batch``, its defaults otherwise: no idle wait, threads chosen by measurement) with
+       ``--clients`` concurrent clients, each sending one page per request and waiting for its answer.
    Both arms embed the same ``clients x per_client`` pages per round (so ``--clients`` and
    ``--batch`` may differ), in ``--rounds`` ABBA-alternated rounds; per round ``service items/s /
    in-process items/s``. Models: the tiny random ColQwen2 (colpali-engine, real processor at
@@ -112,9 +112,9 @@ def arms(embedder: object, spec: str, url: str, pngs: list[bytes],
 def efficiency(args: argparse.Namespace) -> dict[str, Estimate]:
     """Per model: the median over rounds of service items/s / in-process items/s, with its interval."""
     from mmrag.embed.base import EmbedderOptions, load_embedder
-    from mmrag.embed.batching import limit_torch_threads
+    from mmrag.embed.threads import cpu_cores, set_torch_threads
 
-    limit_torch_threads(0)  # the in-process arm computes with the threads the service's forward gets
+    set_torch_threads(cpu_cores())  # the in-process arm: torch's default, every core
     n = args.clients * args.per_client
     pages = [b for _, b in render_pages(dpi=200, max_pages=n, scans=False)]
     pngs = (pages * (n // len(pages) + 1))[:n]
@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=None)
     parser.add_argument("--per-client", type=int, default=None, help="pages each client sends per round")
     parser.add_argument("--batch", type=int, default=None, help="max batch of the service = in-process batch")
-    parser.add_argument("--max-wait-ms", type=float, default=20.0)
+    parser.add_argument("--max-wait-ms", type=float, default=0.0, help="the service's idle wait (its default: 0)")
     parser.add_argument("--rounds", type=int, default=5, help="ABBA-alternated in-process/service rounds")
     parser.add_argument("--models", default="colqwen2,clip,vitb32")
     parser.add_argument("--device", default="cpu")

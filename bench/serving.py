@@ -19,7 +19,9 @@ decode + preprocess, encoder queue, encoder, prefill, first token), plus the ser
 Qwen2.5-VL (``tests/generate/tiny_vlm.py``), one with ``MMRAG_VLM__ADMISSION_POLICY=fcfs`` and one
 with ``fair``, same token budget (``--token-budget``, 4,096: one 4-page answer with its text
 evidence is ~2,200 tokens), same corpus, and sends both the same seeded mixed schedule (80 % text,
-20 % with 4 pages) in ``--rounds`` ABBA-alternated rounds through the real HTTP path. Ends with
+20 % with 4 pages) in ``--rounds`` ABBA-alternated rounds through the real HTTP path: Poisson arrivals
+at ``--rate`` (default 2/s here), ``--num-prompts`` per round (``--quick``: 40; full mode: 200, the
+same schedule run five times longer). Ends with
 ``RESULT serving_p99_text_ratio=<fair / fcfs text TTFT p99> _lo _hi serving_throughput_ratio=…``;
 the plain mode ends with ``RESULT ttft_p50=… ttft_p99=… tpot_p50=… request_throughput=…
 output_throughput=…``.
@@ -276,8 +278,10 @@ def main() -> None:
     ap.add_argument("--tokens-per-image", type=int, default=320, help="visual tokens per evidence image")
     ap.add_argument("--input-len", type=int, default=16, help="question length in words")
     ap.add_argument("--output-len", type=int, default=16, help="max_new_tokens")
-    ap.add_argument("--rate", type=float, default=float("inf"), help="requests/s (inf: all at once)")
-    ap.add_argument("--num-prompts", type=int, default=50)
+    ap.add_argument("--rate", type=float, default=None,
+                    help="requests/s (inf: all at once; default inf, or 2 with --compare-admission)")
+    ap.add_argument("--num-prompts", type=int, default=None,
+                    help="prompts (per round with --compare-admission: 40 --quick, else 200; plain: 50)")
     ap.add_argument("--text-share", type=float, default=0.0, help="fraction of text-only prompts")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compare-admission", action="store_true", help="fcfs vs fair servers, started here")
@@ -285,15 +289,17 @@ def main() -> None:
                     help="engine token budget (--compare-admission): one 4-page answer (~2,200 tokens) fits")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--device", default="cpu", help="VLM device of the servers started here")
-    ap.add_argument("--quick", action="store_true", help="--compare-admission: 40 prompts per round at 2/s")
+    ap.add_argument("--quick", action="store_true", help="--compare-admission: 40 prompts per round (full: 200)")
     args = ap.parse_args()
     print(machine_line(), flush=True)
-    if args.compare_admission:
-        if args.quick:
-            args.num_prompts, args.rate = 40, 2.0
+    if args.compare_admission:  # --quick and the full mode: the same arrival schedule, the full one longer
+        args.rate = 2.0 if args.rate is None else args.rate
+        args.num_prompts = args.num_prompts or (40 if args.quick else 200)
         args.text_share = 0.8 if args.text_share == 0.0 else args.text_share
         compare_admission(args)
     else:
+        args.rate = float("inf") if args.rate is None else args.rate
+        args.num_prompts = args.num_prompts or 50
         plain(args)
 
 

@@ -17,8 +17,11 @@ def embed_serve(
     model: Annotated[list[str] | None, typer.Option(
         help=f"Embedder spec to serve; repeat for several (default: {', '.join(DEFAULT_MODELS)}).")] = None,
     max_batch: Annotated[int, typer.Option(help="Most items in one forward pass.")] = 32,
-    max_wait_ms: Annotated[float, typer.Option(help="Longest an item waits for its batch to fill.")] = 5,
+    max_wait_ms: Annotated[float, typer.Option(
+        help="Longest an item waits for its batch to fill while the model is idle (0: none).")] = 0,
     queue_size: Annotated[int, typer.Option(help="Most queued items per model before 429.")] = 256,
+    torch_threads: Annotated[int, typer.Option(
+        help="torch threads of the forward pass; 0: chosen per batch size by measurement.")] = 0,
     device: Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
 ) -> None:
@@ -34,6 +37,7 @@ def embed_serve(
     register_backends(load_settings().embed.backends)  # extra backends (MMRAG_EMBED__BACKENDS)
     go_offline_if_unreachable()  # the models load at start-up: do not spend the hub's retries on each
 
-    batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size)
+    batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size,
+                              torch_threads=torch_threads)
     app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), batching)
     uvicorn.run(app, host=host, port=port, log_level="info")

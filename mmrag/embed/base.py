@@ -19,7 +19,7 @@ import abc
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
@@ -44,6 +44,25 @@ class Embedder(abc.ABC):
     @abc.abstractmethod
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
         """Embed items in one forward pass (or as few as ``max_batch`` needs)."""
+
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        """Per item, what the forward pass needs (token ids, pixel tensors), made on the caller's
+        thread so that the embedding service can prepare the next items while a batch computes.
+
+        Items must be checked first (:meth:`check_items`); an item the preprocessing refuses
+        raises (ValueError/TypeError) here, before it joins a batch. Default: the items themselves
+        (a backend that prepares nothing; :meth:`compute` is then ``embed_batch``)."""
+        return list(items)
+
+    def size(self, prepared: Any) -> int:
+        """How long one prepared item is along the axis batches pad (tokens); the service batches
+        items of similar size together. Default 1 (everything alike)."""
+        return 1
+
+    def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
+        """The forward pass over prepared items (any mix of :meth:`prepare` results), in order.
+        ``embed_batch(items) == compute(prepare(items))`` for every backend."""
+        return self.embed_batch(prepared, kind)
 
     def embed(self, item: Item, kind: Kind = "document") -> np.ndarray:
         return self.embed_batch([item], kind)[0]

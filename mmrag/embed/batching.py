@@ -2,11 +2,19 @@
 
 A plain asyncio object (no web framework): the embedding service's request handlers call
 :meth:`DynamicBatcher.submit`; a worker task groups queued items by ``(kind, bucket)``
-and runs ``embedder.embed_batch`` on one dedicated thread (embedders are called from one
+and runs ``embedder.compute`` on one dedicated thread (embedders are called from one
 thread at a time), so the event loop keeps accepting requests while a batch computes.
 
+Items arrive *prepared* (``embedder.prepare``: token ids, pixel tensors): texts are tokenised
+in :meth:`DynamicBatcher.submit` on the event loop, images by the service on the thread that
+decodes them. So while one batch computes, the next requests are tokenised and preprocessed,
+and the forward thread only collates and runs the model.
+
 Scheduling: the bucket whose oldest item waited longest goes next; it is sent as soon as it
-holds ``max_batch`` items or its oldest item has waited ``max_wait_ms``. Items of different
+holds ``max_batch`` items or its oldest item has waited ``max_wait_ms`` (default 0: as soon as
+the forward thread is free, with everything that queued while it computed). When more than a
+batch is queued, the batch is the oldest item and the queued items closest to it in size
+(tokens), as infinity-emb and vLLM's embedding runners sort by length. Items of different
 image shapes wait in different buckets so a batch is not padded to its largest member.
 If a batch forward raises, its items are retried one by one, so one bad item fails only
 its own request.
@@ -18,6 +26,7 @@ import asyncio
 import collections
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,9 +37,11 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from mmrag.embed.base import Embedder, Item, Kind
+from mmrag.embed.threads import ThreadPicker, candidates, set_torch_threads
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 
 BucketFn = Callable[[Item], Hashable]
+SORT_WINDOW = 8  # batches' worth of queued items searched for items of similar size
 log = logging.getLogger(__name__)
 
 
@@ -39,15 +50,17 @@ class BatchingConfig(BaseModel):
 
     max_batch: int = Field(default=32, ge=1, le=4096)
     """Most items in one forward pass (also capped by the embedder's own ``max_batch``)."""
-    max_wait_ms: float = Field(default=5.0, ge=0, le=10_000)
-    """Longest an item waits for its batch to fill before the batch is sent anyway."""
+    max_wait_ms: float = Field(default=0.0, ge=0, le=10_000)
+    """Longest an item waits for its batch to fill while the model is idle; 0: a batch goes as soon
+    as the forward thread is free (it holds everything that queued while the previous one computed)."""
     queue_size: int = Field(default=256, ge=1)
     """Most items queued per model; beyond it requests are refused (429 + Retry-After)."""
     bucket_px: int = Field(default=64, ge=1)
     """Image sizes rounded up to multiples of this many pixels share a bucket (multi-vector models)."""
     torch_threads: int = Field(default=0, ge=0)
-    """torch intra-op threads of the forward-pass thread; 0: all cores but one, so the event loop
-    (HTTP, JSON, image decoding) keeps a core and torch's spinning workers do not fight it."""
+    """torch intra-op threads of the forward pass; 0: chosen per batch size by measurement among 1,
+    cores - 1 and all cores (:class:`~mmrag.embed.threads.ThreadPicker`), since the best count
+    depends on the batch and on what else holds the cores."""
 
 
 def modality_bucket(item: Item) -> Hashable:
@@ -75,6 +88,8 @@ def bucket_for(embedder: Embedder, config: BatchingConfig) -> BucketFn:
 @dataclass(slots=True)
 class _Pending:
     item: Item
+    prepared: Any  # embedder.prepare's result for this item
+    size: int  # embedder.size(prepared): tokens (items of similar size batch together)
     kind: Kind
     future: asyncio.Future[np.ndarray]
     enqueued: float  # time.monotonic() at submit
@@ -116,8 +131,9 @@ class DynamicBatcher:
         self._queues: dict[tuple[Kind, Hashable], collections.deque[_Pending]] = {}
         self._depth = 0
         self._wakeup = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{embedder.spec}",
-                                            initializer=limit_torch_threads, initargs=(config.torch_threads,))
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{embedder.spec}")
+        self.threads = ThreadPicker(candidates(config.torch_threads))
+        self._prepare_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -146,24 +162,43 @@ class DynamicBatcher:
         rate = self.metrics.items_per_s()
         return min(30.0, max(0.1, self._depth / rate if rate > 0 else 1.0))
 
-    async def submit(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        """Queue items (already validated and decoded) and wait for their vectors, in order."""
+    async def submit(self, items: Sequence[Item], kind: Kind = "document",
+                     prepared: Sequence[Any] | None = None) -> list[np.ndarray]:
+        """Queue items (already validated and decoded) and wait for their vectors, in order.
+
+        ``prepared``: ``embedder.prepare(items, kind)`` when the caller made it (e.g. on the thread
+        that decoded the images); else it is made here, on the event loop. An item the
+        preprocessing refuses fails this request (InvalidInput) before anything is queued."""
         if self._closed or self._task is None:
             raise Unavailable(f"{self.embedder.spec} is not running")
         if self._depth + len(items) > self.config.queue_size:
             self.metrics.rejected_total += 1
             raise Overloaded(f"{self.embedder.spec}: {self._depth} items queued (limit "
                              f"{self.config.queue_size}); retry later", retry_after=self.retry_after())
+        if prepared is None:
+            prepared = self.prepare(items, kind)
+        if len(prepared) != len(items):
+            raise RuntimeError(f"{self.embedder.spec} prepared {len(prepared)} of {len(items)} items")
         loop = asyncio.get_running_loop()
         now = time.monotonic()
         futures = []
-        for item in items:
-            p = _Pending(item, kind, loop.create_future(), now)
+        for item, ready in zip(items, prepared, strict=True):
+            p = _Pending(item, ready, self.embedder.size(ready), kind, loop.create_future(), now)
             self._queues.setdefault((kind, self.bucket(item)), collections.deque()).append(p)
             futures.append(p.future)
         self._depth += len(items)
         self._wakeup.set()
         return list(await asyncio.gather(*futures))
+
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        """``embedder.prepare`` from any thread, one call at a time (a tokenizer's padding and
+        truncation settings are state: fast tokenizers refuse concurrent calls). A refusal of the
+        preprocessing (ValueError/TypeError) becomes InvalidInput."""
+        with self._prepare_lock:
+            try:
+                return self.embedder.prepare(items, kind)
+            except Exception as exc:
+                raise as_item_error(exc, self.embedder.spec) from exc
 
     def _oldest_queue(self) -> tuple[Kind, Hashable]:
         return min(self._queues, key=lambda k: self._queues[k][0].enqueued)
@@ -181,11 +216,29 @@ class DynamicBatcher:
                 await asyncio.wait_for(self._wakeup.wait(), remaining)
             except TimeoutError:
                 break
-        batch = [queue.popleft() for _ in range(min(self.max_batch, len(queue)))]
+        batch = self._take(queue)
         if not queue:
             del self._queues[key]
         self._depth -= len(batch)
         return [p for p in batch if not p.future.done()]  # drop requests whose caller went away
+
+    def _take(self, queue: collections.deque[_Pending]) -> list[_Pending]:
+        """The next batch of one bucket. All of it when it fits one batch; else ``max_batch`` items
+        of similar size (tokens) from its oldest ``SORT_WINDOW`` batches' worth, always including
+        the oldest item (so none waits forever), so that short texts are not padded to long ones."""
+        if len(queue) <= self.max_batch:
+            batch = list(queue)
+            queue.clear()
+            return batch
+        window = [queue[i] for i in range(min(len(queue), self.max_batch * SORT_WINDOW))]
+        order = sorted(range(len(window)), key=lambda i: (window[i].size, i))
+        oldest = order.index(0)
+        start = max(0, min(oldest - self.max_batch // 2, len(window) - self.max_batch))
+        chosen = set(order[start : start + self.max_batch])
+        rest = [p for i, p in enumerate(window) if i not in chosen] + list(queue)[len(window):]
+        queue.clear()
+        queue.extend(rest)
+        return [window[i] for i in sorted(chosen)]
 
     async def _loop(self) -> None:
         while True:
@@ -198,9 +251,19 @@ class DynamicBatcher:
                 for p in batch:
                     _fail(p.future, exc)
 
-    async def _forward(self, items: list[Item], kind: Kind) -> list[np.ndarray]:
+    def _compute(self, items: list[Any], kind: Kind, tokens: int) -> list[np.ndarray]:
+        """On the forward thread: the forward with the thread count the picker chooses, timed for it."""
+        threads = self.threads.choose(len(items))
+        set_torch_threads(threads)
+        start = time.perf_counter()
+        vecs = self.embedder.compute(items, kind)
+        self.threads.record(len(items), threads, time.perf_counter() - start, tokens)
+        return vecs
+
+    async def _forward(self, batch: list[_Pending]) -> list[np.ndarray]:
         loop = asyncio.get_running_loop()
-        vecs = await loop.run_in_executor(self._executor, self.embedder.embed_batch, items, kind)
+        items, tokens = [p.prepared for p in batch], len(batch) * max(p.size for p in batch)
+        vecs = await loop.run_in_executor(self._executor, self._compute, items, batch[0].kind, tokens)
         if len(vecs) != len(items):
             raise RuntimeError(f"{self.embedder.spec} returned {len(vecs)} vectors for {len(items)} items")
         return vecs
@@ -208,13 +271,13 @@ class DynamicBatcher:
     async def _execute(self, batch: list[_Pending]) -> None:
         start = time.monotonic()
         try:
-            vecs = await self._forward([p.item for p in batch], batch[0].kind)
+            vecs = await self._forward(batch)
             for p, v in zip(batch, vecs, strict=True):
                 _resolve(p.future, v)
         except Exception as exc:
             if len(batch) == 1:
                 self.metrics.failed_items_total += 1
-                _fail(batch[0].future, _as_item_error(exc, self.embedder.spec))
+                _fail(batch[0].future, as_item_error(exc, self.embedder.spec))
             else:
                 await self._execute_one_by_one(batch)
         done = time.monotonic()
@@ -227,10 +290,10 @@ class DynamicBatcher:
     async def _execute_one_by_one(self, batch: list[_Pending]) -> None:
         for p in batch:
             try:
-                _resolve(p.future, (await self._forward([p.item], p.kind))[0])
+                _resolve(p.future, (await self._forward([p]))[0])
             except Exception as exc:
                 self.metrics.failed_items_total += 1
-                _fail(p.future, _as_item_error(exc, self.embedder.spec))
+                _fail(p.future, as_item_error(exc, self.embedder.spec))
 
     def snapshot(self) -> dict[str, Any]:
         """Metrics as plain data: queue depth, counters, batch size histogram, items/s."""
@@ -240,25 +303,11 @@ class DynamicBatcher:
                 "rejected_total": m.rejected_total, "failed_items_total": m.failed_items_total,
                 "forward_seconds_total": round(m.forward_seconds_total, 6),
                 "batch_size_histogram": dict(sorted(m.batch_sizes.items())),
+                "torch_threads": self.threads.snapshot(),
                 "items_per_s": round(m.items_per_s(), 3)}
 
 
-def limit_torch_threads(threads: int) -> None:
-    """Set torch's intra-op threads for the calling (forward-pass) thread; 0: cores - 1, at least 1.
-
-    On CPU a forward pass with one thread per core while the event loop also needs a core makes
-    torch's OpenMP workers spin against it: on 2 cores, 16 clients of MiniLM ran 4-5x slower.
-    """
-    import os
-
-    try:
-        import torch
-    except ImportError:  # an embedder without torch
-        return
-    torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) - 1))
-
-
-def _as_item_error(exc: Exception, spec: str) -> Exception:
+def as_item_error(exc: Exception, spec: str) -> Exception:
     """A processor refusing one item (ValueError/TypeError) is that item's fault: InvalidInput."""
     if isinstance(exc, ValueError | TypeError) and not isinstance(exc, InvalidInput):
         return InvalidInput(f"{spec} could not embed this item: {exc}")

@@ -32,8 +32,9 @@ HF_RETRIEVAL_CLASSES = {
 
 
 class MultiVectorEmbedder(Embedder):
-    """Lifecycle: a subclass loads ``model`` and ``processor`` once; ``embed_batch`` then runs
-    images through ``process_images`` and texts through ``process_queries``, one forward each.
+    """Lifecycle: a subclass loads ``model`` and ``processor`` once; ``prepare`` runs each image
+    through ``process_images`` and each text through ``process_queries`` (alone, off the forward
+    thread in the service); ``compute`` pads them into one batch per modality, one forward each.
 
     ``image_tokens_only``: for images keep only the image-placeholder rows (the ones that
     carry the page), dropping the fixed prompt rows — fewer bytes per page, same role in MaxSim.
@@ -76,20 +77,44 @@ class MultiVectorEmbedder(Embedder):
 
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
         """Texts are embedded as queries (the family does not embed text documents)."""
-        import torch
-
         self.check_items(items)
+        return self.compute(self.prepare(items, kind), kind)
+
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        """Per item ``(is_image, row)``: the processor's inputs for that item alone (queries through
+        ``process_queries``, RGB images through ``process_images``), to be collated by :meth:`compute`."""
+        from mmrag.embed.features import split_rows  # torch: imported when a model runs
+
+        out: list[Any] = []
+        for it in items:
+            if isinstance(it, str):
+                out.append((False, split_rows(self._process_queries([it]))[0]))
+            else:
+                out.append((True, split_rows(self._process_images([it.convert("RGB")]))[0]))
+        return out
+
+    def size(self, prepared: Any) -> int:
+        return int(prepared[1]["attention_mask"].shape[1])
+
+    def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
+        """Queries and images collated apart (as the processor pads a batch), one forward each."""
+        import torch
+        from transformers import BatchFeature
+
+        from mmrag.embed.features import collate_rows
+
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        pads = {"input_ids": getattr(tokenizer, "pad_token_id", None) or 0, "labels": -100}
         out: dict[int, np.ndarray] = {}
-        text_idx = [i for i, it in enumerate(items) if isinstance(it, str)]
-        image_idx = [i for i, it in enumerate(items) if not isinstance(it, str)]
         with torch.inference_mode():
-            if text_idx:
-                vecs = self._run(self._process_queries([str(items[i]) for i in text_idx]), images=False)
-                out.update(zip(text_idx, vecs, strict=True))
-            if image_idx:
-                rgb = [items[i].convert("RGB") for i in image_idx]  # type: ignore[union-attr]
-                out.update(zip(image_idx, self._run(self._process_images(rgb), images=True), strict=True))
-        return [out[i] for i in range(len(items))]
+            for images in (False, True):
+                idx = [i for i, (is_image, _) in enumerate(prepared) if is_image == images]
+                if not idx:
+                    continue
+                batch = collate_rows([prepared[i][1] for i in idx], pad_values=pads,
+                                     padding_side=getattr(tokenizer, "padding_side", "right"))
+                out.update(zip(idx, self._run(BatchFeature(batch), images=images), strict=True))
+        return [out[i] for i in range(len(prepared))]
 
 
 class HFColPaliEmbedder(MultiVectorEmbedder):

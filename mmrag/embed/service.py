@@ -96,18 +96,25 @@ class EmbedService:
         return await batcher.submit(items, kind)
 
     async def embed_images(self, spec: str, blobs: Sequence[bytes], kind: Kind) -> list[np.ndarray]:
-        """Vectors of encoded images (each checked and decoded off the event loop), in order."""
+        """Vectors of encoded images, in order. Each is checked, decoded and prepared (the model's
+        own preprocessing) off the event loop, so that it overlaps the batch computing now."""
         batcher = self.accepting(spec, Modality.IMAGE, len(blobs))
-        lim = self.limits
         images: list[Item] = []
+        prepared: list[Any] = []
         for i, blob in enumerate(blobs):
             try:
-                images.append(await asyncio.to_thread(decode_image, blob, max_bytes=lim.max_image_bytes,
-                                                      max_pixels=lim.max_image_pixels))
+                image, ready = await asyncio.to_thread(self._decode_and_prepare, batcher, blob, kind)
             except MMRAGError as exc:
                 exc.message = f"image {i}: {exc.message}"
                 raise
-        return await batcher.submit(images, kind)
+            images.append(image)
+            prepared.append(ready)
+        return await batcher.submit(images, kind, prepared)
+
+    def _decode_and_prepare(self, batcher: DynamicBatcher, blob: bytes, kind: Kind) -> tuple[Item, Any]:
+        lim = self.limits
+        image = decode_image(blob, max_bytes=lim.max_image_bytes, max_pixels=lim.max_image_pixels)
+        return image, batcher.prepare([image], kind)[0]  # decoding in parallel, preparing one at a time
 
     def multivector(self, spec: str) -> bool:
         return self.batcher(spec).embedder.multivector

@@ -8,6 +8,10 @@ per step. Tokens go to each sequence's queue; ``None`` ends it. ``close()`` stop
 
 Vision encoding never runs here: it happens on the encoder threads, so one request's encoder
 work overlaps the prefill/decode of the others.
+
+The loop keeps a :class:`ComputeLedger` of what it actually ran, read off the tensors it fed
+the model (prompt lengths, tokens decoded, real tokens resident in the KV cache at every
+forward), so that audits of admission do not rest on admission's own bookkeeping.
 """
 
 from __future__ import annotations
@@ -20,6 +24,26 @@ from typing import Any
 
 import torch
 from transformers import DynamicCache
+
+
+@dataclass(slots=True)
+class ComputeLedger:
+    """What the loop computed, observed on the model's inputs (reset between measurements)."""
+
+    forwards: int = 0  # model forwards (prefills + decode steps)
+    kv_tokens: list[int] = field(default_factory=list)  # real tokens resident in KV during each forward
+    prefilled: dict[str, int] = field(default_factory=dict)  # request id -> prompt tokens prefilled
+    decoded: dict[str, int] = field(default_factory=dict)  # request id -> tokens the model produced for it
+
+    @property
+    def peak_kv_tokens(self) -> int:
+        return max(self.kv_tokens, default=0)
+
+    def reset(self) -> None:
+        self.forwards = 0
+        self.kv_tokens.clear()
+        self.prefilled.clear()
+        self.decoded.clear()
 
 
 @dataclass(slots=True)
@@ -36,6 +60,7 @@ class Sequence:
     prefill_s: float = 0.0
     generated: int = 0
     last_token: int = 0
+    request_id: str = ""  # for the ledger
 
 
 def _pad_left(t: torch.Tensor, length: int) -> torch.Tensor:
@@ -98,6 +123,7 @@ class DecodeLoop:
         self._pending: queue.Queue[Sequence] = queue.Queue()
         self._running: list[Sequence] = []
         self._kv = KVBatch()
+        self.ledger = ComputeLedger()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="vlm-decode", daemon=True)
         self._thread.start()
@@ -140,6 +166,8 @@ class DecodeLoop:
         t0 = time.perf_counter()
         cache = DynamicCache(config=self._lm.config)
         length = seq.inputs_embeds.shape[1]
+        self._record(length)  # the running batch's KV stays resident while this prompt prefills
+        self.ledger.prefilled[seq.request_id] = self.ledger.prefilled.get(seq.request_id, 0) + length
         out = self._lm(
             inputs_embeds=seq.inputs_embeds,
             position_ids=seq.position_ids,
@@ -150,6 +178,7 @@ class DecodeLoop:
         logits = self._model.lm_head(out.last_hidden_state[:, -1])  # (1, vocab)
         seq.prefill_s = time.perf_counter() - t0
         token = int(self._sample(logits, [seq])[0])
+        self.ledger.decoded[seq.request_id] = self.ledger.decoded.get(seq.request_id, 0) + 1
         if self._emit(seq, token):
             self._running.append(seq)
             self._kv.join(cache, length)
@@ -162,6 +191,9 @@ class DecodeLoop:
         embeds = self._lm.embed_tokens(tokens)  # (B, 1, H)
         pos = torch.tensor([s.next_pos for s in seqs]).view(1, -1, 1).expand(3, -1, -1)  # (3, B, 1)
         mask = torch.cat([self._kv.mask, self._kv.mask.new_ones(len(seqs), 1)], dim=1)  # (B, T + 1)
+        self._record(0, mask)
+        for s in seqs:
+            self.ledger.decoded[s.request_id] = self.ledger.decoded.get(s.request_id, 0) + 1
         out = self._lm(
             inputs_embeds=embeds, position_ids=pos, attention_mask=mask, cache=self._kv.cache, use_cache=True
         )
@@ -175,6 +207,12 @@ class DecodeLoop:
         if len(keep) < len(seqs):
             self._running = [seqs[i] for i in keep]
             self._kv.keep(keep)
+
+    def _record(self, extra: int, mask: torch.Tensor | None = None) -> None:
+        """One forward: real tokens in the KV it attends over (the mask's ones) + ``extra`` new ones."""
+        mask = self._kv.mask if mask is None else mask
+        self.ledger.forwards += 1
+        self.ledger.kv_tokens.append(extra + (int(mask.sum()) if mask is not None else 0))
 
     def _emit(self, seq: Sequence, token: int) -> bool:
         """Deliver a token; False when the sequence is done (eos, length, cancelled)."""

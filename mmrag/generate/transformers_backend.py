@@ -27,7 +27,7 @@ from mmrag.generate.backend import (
     VLMBackend,
 )
 from mmrag.generate.config import VLMConfig
-from mmrag.generate.decode_loop import DecodeLoop
+from mmrag.generate.decode_loop import ComputeLedger, DecodeLoop
 from mmrag.generate.decode_loop import Sequence as LoopSequence
 from mmrag.generate.qwen_inputs import expand_image_placeholders, mrope_position_ids, scatter_image_features
 from mmrag.generate.visual_tokens import QwenVisualTokenizer
@@ -134,7 +134,8 @@ class TransformersBackend(VLMBackend):
     ) -> Iterator[str]:
         ids, embeds, pos, next_pos = self.prompt_inputs(request, images)
         timings.prompt_tokens = ids.shape[1]
-        seq = LoopSequence(embeds, pos, next_pos, request.max_new_tokens, request.temperature)
+        seq = LoopSequence(embeds, pos, next_pos, request.max_new_tokens, request.temperature,
+                           request_id=request.request_id)
         self._loop.submit(seq)
         generated: list[int] = []
         emitted = ""
@@ -164,6 +165,11 @@ class TransformersBackend(VLMBackend):
             seq.cancelled = True
             timings.new_tokens = len(generated)
             timings.prefill_s = seq.prefill_s
+
+    @property
+    def ledger(self) -> ComputeLedger:
+        """What the decode loop computed (prompt tokens prefilled, tokens decoded, resident KV)."""
+        return self._loop.ledger
 
     def close(self) -> None:
         self._loop.close()

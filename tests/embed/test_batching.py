@@ -156,3 +156,45 @@ def test_stop_fails_pending_and_refuses_new_work() -> None:
         running.cancel()
 
     asyncio.run(go())
+
+
+class SizedEmbedder(RecordingEmbedder):
+    """Text items' size is their length; ``entered`` is set when a batch starts, which then waits
+    for ``gate`` (events, not sleeps, order the test)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+
+    def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
+        self.entered.set()
+        return super().embed_batch(items, kind)
+
+    def size(self, prepared: object) -> int:
+        return len(prepared) if isinstance(prepared, str) else 1
+
+
+def test_a_backlog_is_batched_by_size_and_keeps_every_callers_order() -> None:
+    emb = SizedEmbedder()
+    emb.gate.clear()  # the first batch blocks until the backlog has queued
+
+    async def go(b: DynamicBatcher):  # type: ignore[no-untyped-def]
+        first = asyncio.ensure_future(b.submit(["x" * 50]))
+        await asyncio.to_thread(emb.entered.wait)  # the first batch is computing (blocked on the gate)
+        lengths = [1, 40, 2, 39, 3, 38, 4, 37]  # short and long interleaved, one request each
+        requests = [asyncio.ensure_future(b.submit(["y" * n])) for n in lengths]
+        many = asyncio.ensure_future(b.submit(["z" * n for n in (5, 36, 6)]))  # one request of three
+        await asyncio.sleep(0)  # let the submissions queue
+        assert b.queue_depth == len(lengths) + 3
+        emb.gate.set()
+        return await first, await asyncio.gather(*requests), await many
+
+    first, singles, many = run(go, emb, max_batch=4, max_wait_ms=0)
+    assert first[0][0, 0] == 50
+    assert [r[0][0, 0] for r in singles] == [1, 40, 2, 39, 3, 38, 4, 37]  # each caller its own vector
+    assert [v[0, 0] for v in many] == [5, 36, 6]  # in the order of the request
+    later = emb.batches[1:]
+    assert [len(b) for b in later] == [4, 4, 3]
+    spreads = [max(map(len, b)) - min(map(len, b)) for b in later]
+    assert max(spreads) < 39  # no batch mixes the shortest with the longest texts
+    assert "y" in later[0]  # the oldest queued item (length 1) went in the first batch after the blocked one
