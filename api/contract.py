@@ -6,7 +6,9 @@ FastAPI's generated schema is completed here, once, from the route table:
   ``HTTPValidationError`` (which the server never sends);
 - routes behind an API key declare the bearer scheme and their 401 / 403 / 429 answers;
 - routes with path parameters declare 404, routes with a body 400 (unreadable body) and 413
-  (``MMRAG_API__MAX_REQUEST_BYTES``), routes with any input 422.
+  (naming the route's body limit, ``api.limits.body_limit``), routes with any input 422;
+- bounds that are settings (query length, top_k, the query image's size) and enums that are this
+  server's (the spaces a corpus can have) carry this server's values.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from fastapi.openapi.utils import get_openapi
 
 from api.auth import PUBLIC, route_scopes
 from api.errors import ErrorBody, responses
+from api.limits import body_limit
 from mmrag.config import Settings
+from mmrag.types import SPACES
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -75,8 +79,9 @@ def _has_own_schema(answer: dict[str, Any]) -> bool:
     return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody")
 
 
-def apply_limits(models: dict[str, Any], settings: Settings) -> None:
-    """Bounds that are configuration, not code: the schema states this server's values."""
+def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) -> None:
+    """Bounds that are configuration, not code: the schema states this server's values (``spaces``: the
+    ones this server can create corpora with)."""
     retrieve = settings.retrieve
     for name, model in models.items():
         props = model.get("properties", {})
@@ -87,12 +92,31 @@ def apply_limits(models: dict[str, Any], settings: Settings) -> None:
                 props["top_k"]["maximum"] = retrieve.max_top_k
             if "prefetch_limit" in props:
                 props["prefetch_limit"]["anyOf"][0]["maximum"] = retrieve.max_prefetch_limit
+            if "image_base64" in props:
+                props["image_base64"]["anyOf"][0]["maxLength"] = -(-retrieve.max_query_image_bytes // 3) * 4
         if name == "AnswerIn":
             props["question"]["maxLength"] = min(props["question"].get("maxLength", 4000), retrieve.max_query_chars)
             props["top_k"]["maximum"] = min(props["top_k"].get("maximum", 50), retrieve.max_top_k)
+        if name == "CorpusConfig":
+            props["spaces"]["items"] = {"type": "string", "enum": spaces}
+            props["spaces"]["uniqueItems"] = True
         for field in model.get("required", []):
             if props.get(field, {}).get("type") == "array" and name.startswith("Body_"):
                 props[field]["minItems"] = 1  # a multipart list with no parts is a missing field
+        for prop in props.values():  # a file part holds at least one byte (an empty one is refused)
+            for schema in (prop, prop.get("items", {})):
+                if schema.get("format") == "binary" or schema.get("contentMediaType") == "application/octet-stream":
+                    schema["minLength"] = 1
+
+
+def describe_body_limits(schema: dict[str, Any], settings: Settings) -> None:
+    """Each 413 names its route's body limit and the setting behind it."""
+    for path, ops in schema["paths"].items():
+        for method, op in ops.items():
+            answer = op.get("responses", {}).get("413") if isinstance(op, dict) else None
+            if answer is not None:
+                limit, setting = body_limit(method.upper(), path, settings)
+                answer["description"] = f"Too large: this route's body limit is {limit:,} bytes ({setting})"
 
 
 def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
@@ -103,11 +127,13 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
             if method in METHODS:
                 complete_operation(op, scopes.get((method.upper(), path), PUBLIC))
     add_links(schema)
+    describe_body_limits(schema, settings)
     components = schema.setdefault("components", {})
     models = components.setdefault("schemas", {})
     models.pop("HTTPValidationError", None)
     models.pop("ValidationError", None)
-    apply_limits(models, settings)
+    pipeline = getattr(app.state, "pipeline", None)
+    apply_limits(models, settings, sorted(pipeline.spaces) if pipeline is not None else list(SPACES))
     models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}

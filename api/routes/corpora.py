@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from api.auth import AdminDep, PrincipalDep, ReadDep
+from api.auth import AdminDep, GateDep, PrincipalDep, ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.schemas import CorpusCreate, CorpusOut
@@ -37,6 +37,9 @@ def get_corpus(corpus: str, pipeline: PipelineDep, _: ReadDep) -> CorpusOut:
 
 
 @router.delete("/{corpus}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))
-def delete_corpus(corpus: str, pipeline: PipelineDep, _: AdminDep) -> None:
-    """Delete a corpus with its documents, pages and vectors (admin keys)."""
+def delete_corpus(corpus: str, pipeline: PipelineDep, gate: GateDep, _: AdminDep) -> None:
+    """Delete a corpus with its documents, pages and vectors (admin keys). Its write and read keys are
+    revoked first: a corpus created later under the same name does not answer to them."""
+    pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus, before any key is touched
+    gate.keys.revoke_corpus(corpus)
     pipeline.delete_corpus(corpus)

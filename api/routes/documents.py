@@ -16,10 +16,13 @@ from api.deps import PipelineDep
 from api.errors import ErrorBody, responses, status_of
 from api.job_schemas import JobOut, JobUploadOut, job_out
 from api.routes.jobs import RunnerDep, base_url
-from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut
+from api.schemas import SQLITE_INT, DocumentDetail, DocumentOut, FileError, PageOut
+from mmrag.config import Settings
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
-from mmrag.ingest.sniff import ACCEPTED
+from mmrag.ingest.convert import CONVERTER
+from mmrag.ingest.convert.sandbox import require_isolation
+from mmrag.ingest.sniff import ACCEPTED, sniff_kind
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.writer import Upload, check_upload
 from mmrag.pipeline import Pipeline
@@ -30,7 +33,8 @@ CHUNK = 1024 * 1024
 # An upload is refused with the error body, or, when every file was refused, with the upload body
 # listing each file's reason (status: the first file's).
 UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsupported media type",
-                   422: "Corrupt files or invalid parameters"}
+                   422: "Corrupt files or invalid parameters",
+                   503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)"}
 
 
 def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
@@ -102,7 +106,7 @@ async def upload_documents(
         name = upload.filename or "upload"
         try:
             data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
-            check_upload(data, name, pipeline.settings.ingest.max_upload_bytes, pipeline.settings.ingest)
+            await run_in_threadpool(checked_upload, data, name, pipeline.settings)
             accepted.append(Upload(name, data, meta))
         except MMRAGError as exc:
             errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
@@ -120,6 +124,14 @@ async def upload_documents(
         await asyncio.sleep(0.2)
         job = await run_in_threadpool(pipeline.jobs.status, job_id)
     return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
+
+
+def checked_upload(data: bytes, name: str, settings: Settings) -> None:
+    """The synchronous upload checks (off the event loop: ZIP parts are parsed), and, when this process
+    converts (no broker), 503 up front for a kind that needs a converter isolation this host cannot give."""
+    check_upload(data, name, settings.ingest.max_upload_bytes, settings.ingest)
+    if settings.jobs.broker_url is None and sniff_kind(data, name).name in CONVERTER:
+        require_isolation(settings.ingest.convert_isolation, f"converting {name}")
 
 
 def job_finished(pipeline: Pipeline, job_id: str) -> bool:
@@ -148,7 +160,8 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
 
 
 @router.get("/documents", response_model=list[DocumentOut], responses=responses(404))
-def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep, offset: Annotated[int, Query(ge=0)] = 0,
+def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep,
+                   offset: Annotated[int, Query(ge=0, le=SQLITE_INT)] = 0,
                    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[DocumentOut]:
     return [document_out(d) for d in pipeline.catalog.list_documents(corpus, offset=offset, limit=limit)]
 

@@ -39,7 +39,8 @@ def test_every_error_is_documented_with_our_body(client):
 
 def test_request_models_forbid_extra_fields(client):
     models = client.get("/openapi.json").json()["components"]["schemas"]
-    for name in ("CorpusCreate", "SearchIn", "AnswerIn", "EvaluationIn", "KeyCreate", "PageRange"):
+    for name in ("CorpusCreate", "SearchIn", "AnswerIn", "EvaluationIn", "AdminKeyCreate", "CorpusKeyCreate",
+                 "PageRange"):
         assert models[name]["additionalProperties"] is False, name
     r = client.post("/corpora", json={"name": "docs", "colour": "red"})
     assert r.status_code == 422 and "colour" in r.json()["message"]
