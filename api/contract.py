@@ -99,7 +99,6 @@ def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) 
             props["top_k"]["maximum"] = min(props["top_k"].get("maximum", 50), retrieve.max_top_k)
         if name == "CorpusConfig":
             props["spaces"]["items"] = {"type": "string", "enum": spaces}
-            props["spaces"]["uniqueItems"] = True
         for field in model.get("required", []):
             if props.get(field, {}).get("type") == "array" and name.startswith("Body_"):
                 props[field]["minItems"] = 1  # a multipart list with no parts is a missing field
@@ -107,6 +106,71 @@ def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) 
             for schema in (prop, prop.get("items", {})):
                 if schema.get("format") == "binary" or schema.get("contentMediaType") == "application/octet-stream":
                     schema["minLength"] = 1
+
+
+def no_image_queries(schema: dict[str, Any]) -> None:
+    """A server with no image space takes no query image: the schema leaves them out (no ``/search/image``,
+    ``image_base64`` and ``image_page_id`` only null)."""
+    schema["paths"].pop("/corpora/{corpus}/search/image", None)
+    models = schema.get("components", {}).get("schemas", {})
+    for field in ("image_base64", "image_page_id"):
+        models["SearchIn"]["properties"][field] = {"type": "null", "default": None,
+                                                  "description": "No space of this server takes image queries"}
+    for name in [n for n in models if n.startswith("Body_search_by_image")]:
+        models.pop(name)
+
+
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"  # a character str.strip() keeps, in Python's and ECMA's regex alike
+
+
+def something_to_search(model: dict[str, Any], image: bool) -> None:
+    """A search needs a text query that is not blank, or (on a server with an image space) an image."""
+    ways: list[dict[str, Any]] = [{"required": ["query"], "properties": {"query": {"pattern": NOT_BLANK}}}]
+    if image:
+        ways += [{"required": ["image_base64"], "properties": {"image_base64": {"type": "string"}}},
+                 {"required": ["image_page_id"], "properties": {"image_page_id": {"type": "string"}}}]
+    model["anyOf"] = ways
+
+
+def upload_metadata_as_json(schema: dict[str, Any]) -> None:
+    """The upload's ``metadata`` part is a JSON object (sent as ``application/json``), not any string."""
+    body = schema["paths"]["/corpora/{corpus}/documents"]["post"]["requestBody"]["content"]["multipart/form-data"]
+    ref = body["schema"]["$ref"].rsplit("/", 1)[-1]
+    model = schema["components"]["schemas"][ref]
+    # each part of the array is a file: said on the array too (validators ignore it on arrays; generators
+    # that send one part of it then still send it as a file, with a filename)
+    model["properties"]["files"]["contentMediaType"] = "application/octet-stream"
+    filters = schema["components"]["schemas"]["SearchIn"]["properties"]["metadata"]
+    model["properties"]["metadata"] = {**filters, "description": "A JSON object stored with every file: field -> value "
+                                                              "(the kinds of value a search filter takes)"}
+    body["encoding"] = {"metadata": {"contentType": "application/json"},
+                        # the kinds are told by the bytes (any of ACCEPTED); these name what a client sends most
+                        "files": {"contentType": "application/pdf, image/png, text/plain",
+                                  "headers": {"Content-Disposition": {
+                                      "schema": {"type": "string"},
+                                      "example": 'form-data; name="files"; filename="upload"'}}}}
+
+
+def evaluation_suites(models: dict[str, Any], service: Any) -> None:
+    """The suites this server has, each with its variants (a variant belongs to one suite)."""
+    import yaml
+
+    options = []
+    for suite in service.suites():
+        try:
+            raw = yaml.safe_load((service.suites_dir / suite / "suite.yaml").read_text()) or {}
+            variants = sorted(raw.get("variants") or {})
+        except (OSError, yaml.YAMLError, AttributeError):  # listed anyway; starting it says what is wrong
+            variants = []
+        variant: dict[str, Any] = {"type": "null"}
+        if variants:
+            variant = {"anyOf": [{"type": "string", "enum": variants}, {"type": "null"}]}
+        options.append({"type": "object", "additionalProperties": False, "required": ["suite"],
+                        "properties": {"suite": {"const": suite}, "variant": variant}})
+    if options:
+        described = models["EvaluationIn"]
+        models["EvaluationIn"] = {"title": "EvaluationIn", "description": described.get("description", ""),
+                                  "oneOf": options}
 
 
 def describe_body_limits(schema: dict[str, Any], settings: Settings) -> None:
@@ -126,14 +190,22 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
         for method, op in ops.items():
             if method in METHODS:
                 complete_operation(op, scopes.get((method.upper(), path), PUBLIC))
-    add_links(schema)
     describe_body_limits(schema, settings)
     components = schema.setdefault("components", {})
     models = components.setdefault("schemas", {})
     models.pop("HTTPValidationError", None)
     models.pop("ValidationError", None)
     pipeline = getattr(app.state, "pipeline", None)
-    apply_limits(models, settings, sorted(pipeline.spaces) if pipeline is not None else list(SPACES))
+    spaces = sorted(pipeline.spaces) if pipeline is not None else list(SPACES)
+    apply_limits(models, settings, spaces)
+    image_spaces = [s for s in spaces if pipeline is None or pipeline.spaces[s].takes_image_query]
+    if not image_spaces:
+        no_image_queries(schema)
+    something_to_search(models["SearchIn"], image=bool(image_spaces))
+    upload_metadata_as_json(schema)
+    add_links(schema)
+    if pipeline is not None:
+        evaluation_suites(models, pipeline.evaluations)
     models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}
@@ -147,7 +219,7 @@ def add_links(schema: dict[str, Any]) -> None:
         answer["links"] = {
             f"{m.lower()}_{p.strip('/').replace('/', '_').replace('{', '').replace('}', '')}": {
                 "operationId": paths[p][m.lower()]["operationId"], "parameters": params}
-            for m, p, params in targets}
+            for m, p, params in targets if p in paths}  # a route this server leaves out has no link
 
 
 def install_contract(app: FastAPI, settings: Settings) -> None:

@@ -8,12 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mmrag.config import CorpusConfig
 
-SQLITE_INT = 2**63 - 1  # the largest integer SQLite and the store keep
-BoundedInt = Annotated[int, Field(ge=-SQLITE_INT - 1, le=SQLITE_INT)]
-BoundedFloat = Annotated[float, Field(allow_inf_nan=False)]
-MetadataValue = Annotated[str, Field(max_length=10_000)] | BoundedInt | BoundedFloat | bool | \
-    Annotated[list[Annotated[str, Field(max_length=10_000)]], Field(max_length=1000)] | \
-    Annotated[list[BoundedInt], Field(max_length=1000)]
+SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
+JSON_INT = 2**53  # integers in payloads and filters: exact as JSON numbers everywhere (the store's floats too)
+BoundedInt = Annotated[int, Field(ge=-JSON_INT, le=JSON_INT)]
+BoundedFloat = Annotated[float, Field(allow_inf_nan=False, ge=-1e300, le=1e300)]
+MetadataValue = Annotated[
+    Annotated[str, Field(max_length=10_000)] | BoundedInt | BoundedFloat | bool
+    | Annotated[list[Annotated[str, Field(max_length=10_000)]], Field(max_length=1000)]
+    | Annotated[list[BoundedInt], Field(max_length=1000)],
+    Field(description="A string, an integer, a number, a boolean, or a list of strings or of integers")]
+UploadMetadata = Annotated[dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue],
+                           Field(max_length=100)]
 DocumentId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
                                   description="A document id (hex)")]
 MAX_DOCUMENT_IDS = 1000
@@ -100,8 +105,8 @@ class SearchOptions(BaseModel):
         None, description="RRF weight per space, 0..100 (default 1); only for spaces the request uses")
     prefetch_limit: int | None = Field(
         None, ge=1, le=10_000, description="Candidates each space contributes before fusion and rerank, "
-                                           "top_k..MMRAG_RETRIEVE__MAX_PREFETCH_LIMIT; default "
-                                           "MMRAG_RETRIEVE__PREFETCH_LIMIT")
+                                           "up to MMRAG_RETRIEVE__MAX_PREFETCH_LIMIT (less than top_k counts as "
+                                           "top_k); default MMRAG_RETRIEVE__PREFETCH_LIMIT")
     rrf_k: int | None = Field(
         None, ge=1, le=1000, description="RRF constant k: score = sum over spaces of 1 / (rank / weight + k - 1) "
                                          "(Qdrant's weighted RRF); small k lets weights and top ranks count more; "

@@ -20,8 +20,12 @@ def corpus_out(name: str, config: CorpusConfig, created_at: float, documents: in
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=CorpusOut,
              responses=responses(400, 409, 422, 503))
 def create_corpus(body: CorpusCreate, pipeline: PipelineDep, _: AdminDep) -> CorpusOut:
-    """Create a corpus (admin keys). Spaces whose models cannot be loaded here are dropped (see /health)."""
-    pipeline.create_corpus(body.name, body.config)
+    """Create a corpus (admin keys). Spaces whose models cannot be loaded here are dropped (see /health);
+    a space named twice counts once."""
+    config = body.config
+    if config is not None:
+        config = config.model_copy(update={"spaces": list(dict.fromkeys(config.spaces))})
+    pipeline.create_corpus(body.name, config)
     return corpus_out(*pipeline.catalog.corpus_summary(body.name))
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile, status
 from fastapi.responses import JSONResponse, Response
+from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ReadDep, WriteDep
@@ -16,7 +17,7 @@ from api.deps import PipelineDep
 from api.errors import ErrorBody, responses, status_of
 from api.job_schemas import JobOut, JobUploadOut, job_out
 from api.routes.jobs import RunnerDep, base_url
-from api.schemas import SQLITE_INT, DocumentDetail, DocumentOut, FileError, PageOut
+from api.schemas import SQLITE_INT, DocumentDetail, DocumentOut, FileError, PageOut, UploadMetadata
 from mmrag.config import Settings
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
@@ -32,6 +33,7 @@ router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
 CHUNK = 1024 * 1024
 # An upload is refused with the error body, or, when every file was refused, with the upload body
 # listing each file's reason (status: the first file's).
+METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(UploadMetadata)
 UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsupported media type",
                    422: "Corrupt files or invalid parameters",
                    503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)"}
@@ -61,6 +63,7 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
 
 
 def parse_metadata(raw: str | None) -> dict[str, Any]:
+    """The upload's metadata: a JSON object of field -> value, bounded as search filters are (UploadMetadata)."""
     if not raw:
         return {}
     try:
@@ -69,12 +72,20 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
         raise InvalidInput(f"metadata must be a JSON object: {exc}") from exc
     if not isinstance(value, dict):
         raise InvalidInput("metadata must be a JSON object of field -> value")
-    return value
+    try:
+        return dict(METADATA.validate_python(value))
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise InvalidInput(f"metadata: {problem.get('msg')} at {'.'.join(map(str, problem.get('loc', ())))}; values "
+                           "are strings, integers within +-2**53, finite numbers, booleans or lists of strings "
+                           "or integers") from exc
 
 
 @router.post("/documents", status_code=status.HTTP_202_ACCEPTED, response_model=JobUploadOut,
              responses={**responses(404), **{c: {"model": ErrorBody | JobUploadOut, "description": d} for c, d in
-                                             UPLOAD_REFUSALS.items()}, 201: {"model": JobUploadOut}})
+                                             UPLOAD_REFUSALS.items()},
+                        201: {"model": JobUploadOut, "description": "wait=true: the job created a document"},
+                        200: {"model": JobUploadOut, "description": "wait=true: every file existed already"}})
 async def upload_documents(
     corpus: str, pipeline: PipelineDep, runner: RunnerDep, request: Request, principal: WriteDep,
     files: Annotated[list[UploadFile], File(description=f"Documents, told by their bytes: {ACCEPTED}")],

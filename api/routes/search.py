@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
@@ -45,11 +46,12 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
     pages = None
     if options.pages is not None:
         pages = (options.pages.first, options.pages.last)
+    prefetch = None if options.prefetch_limit is None else max(options.prefetch_limit, options.top_k)
     return SearchRequest(query=query, image=image, top_k=options.top_k, document_ids=options.document_ids,
                          metadata=dict(options.metadata), spaces=list(options.spaces) if options.spaces else None,
                          weights=None if options.weights is None else {str(k): v for k, v in options.weights.items()},
                          explain=options.explain, image_page_id=image_page_id, pages=pages,
-                         kinds=list(options.kinds) if options.kinds else None, prefetch_limit=options.prefetch_limit,
+                         kinds=list(options.kinds) if options.kinds else None, prefetch_limit=prefetch,
                          rrf_k=options.rrf_k, fusion=options.fusion)
 
 
@@ -59,18 +61,18 @@ def check_image_query(pipeline: Pipeline, corpus: str, spaces: list[str] | None)
     names = spaces or config.spaces
     takes = [n for n in names if n in config.spaces and n in pipeline.spaces and pipeline.spaces[n].takes_image_query]
     if not takes:
-        image_spaces = sorted(n for n, s in pipeline.spaces.items() if s.takes_image_query)
-        raise InvalidInput(f"an image query needs an image space ({', '.join(image_spaces) or 'clip, colpali'}); "
-                           f"{'the request uses' if spaces else 'this corpus has'} only {sorted(names)}",
-                           detail={"reason": "no_image_space"})
+        raise InvalidInput(f"image queries need clip or colpali (an image space); "
+                           f"{'the request uses' if spaces else 'this corpus has'} only {sorted(set(names))}: "
+                           "the image was not decoded", detail={"reason": "no_image_space"})
 
 
 async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: SearchRequest) -> Response:
     """Search in the thread pool; the response is serialised once here (FastAPI would validate
     the returned model a second time against ``response_model``: ~0.3 ms per request). Image queries
     take a turn of the image semaphore (decoding and embedding an image is the costly part)."""
-    if search.pages is not None and search.pages[1] < search.pages[0]:
-        pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus
+    if search.pages is not None and search.pages[1] < search.pages[0]:  # an empty range: no page, no results
+        config = pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus
+        pipeline.retriever.validate(config, replace(search, pages=None))  # the rest is checked as always
         return Response(SearchOut(results=[], timings={}).model_dump_json(), media_type="application/json")
     if search.image is not None or search.image_page_id is not None:
         check_image_query(pipeline, corpus, search.spaces)

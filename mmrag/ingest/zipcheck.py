@@ -8,8 +8,9 @@ part is read one way here and another way by the converter):
 
 * a document type declaration with an internal subset, or any entity declaration, is refused
   (Office, OpenDocument and EPUB XML never needs one; entity expansion is the "billion laughs" bomb);
-* rows are **counted**, never read from a ``<dimension>``: OOXML ``row`` elements in any part,
-  ODF ``table:table-row`` elements times their ``number-rows-repeated`` when they hold content;
+* rows are **counted**, never read from a ``<dimension>``: OOXML ``row`` elements in any part (or
+  the highest row number one names), ODF ``table:table-row`` elements times their
+  ``number-rows-repeated`` when they hold content;
 * Office and OpenDocument parts go through the reference rules of
   :mod:`mmrag.ingest.convert.references` (fields and links that include other files);
 * an Office or OpenDocument part that is not well-formed XML is refused (its converter could read
@@ -80,14 +81,18 @@ def _check_entries(infos: list[zipfile.ZipInfo], name: str, config: IngestConfig
 
 
 class _SheetRows:
-    """OOXML worksheet rows: ``row`` elements of SpreadsheetML, counted per part."""
+    """OOXML worksheet rows of one part: its ``row`` elements counted, or the highest row number one of
+    them names (``r``), whichever is more (a sheet spans to its last row)."""
 
     def __init__(self) -> None:
         self.rows = 0
+        self.count = 0
 
     def start(self, tag: str, attrs: dict[str, str]) -> None:
         if tag in _SML_ROWS:
-            self.rows += 1
+            self.count += 1
+            number = attrs.get("r", "").strip()
+            self.rows = max(self.rows, self.count, int(number) if number.isdigit() and len(number) < 12 else 0)
 
     def end(self, tag: str) -> None:
         pass
@@ -236,8 +241,8 @@ def check_zip(data: bytes, name: str, config: IngestConfig) -> ZipSummary:
         for info in infos:
             rows = max(rows, _scan(zf, info, name, container, config.max_sheet_rows))
             if rows > config.max_sheet_rows:
-                raise TooLarge(f"{name} has a worksheet of more than {config.max_sheet_rows:,} rows (counted in "
-                               f"{info.filename}); the limit is {config.max_sheet_rows:,} "
+                raise TooLarge(f"{name} has a worksheet of {rows:,} rows or more (counted in {info.filename}, "
+                               f"not read from its <dimension>); the limit is {config.max_sheet_rows:,} "
                                "(MMRAG_INGEST__MAX_SHEET_ROWS)",
                                detail={"limit": "max_sheet_rows"})
     return ZipSummary(len(infos), total, ratio, rows)

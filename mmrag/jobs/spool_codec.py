@@ -31,7 +31,6 @@ from pydantic import BaseModel
 
 from mmrag.errors import MMRAGError
 
-
 _COLUMNS = 16  # lists of at least this many dataclasses of one kind are stored by column
 
 
@@ -75,7 +74,7 @@ class _Encoder:
         self.arrays.append(value)
         return len(self.arrays) - 1
 
-    def encode(self, value: Any) -> Any:  # noqa: PLR0911 - one branch per kind of value
+    def encode(self, value: Any) -> Any:
         if isinstance(value, enum.Enum):  # before str and int: StrEnum, IntEnum members are those too
             return {"e": self.cls(type(value)), "v": value.value}
         if value is None or isinstance(value, bool | int | float | str):
@@ -111,7 +110,8 @@ def dumps(value: Any) -> bytes:
     structure = enc.encode(value)
     header = json.dumps({"classes": enc.classes, "value": structure}, separators=(",", ":")).encode()
     buf = io.BytesIO()
-    np.savez(buf, structure=np.frombuffer(header, dtype=np.uint8), **{f"a{i}": a for i, a in enumerate(enc.arrays)})
+    arrays = {"structure": np.frombuffer(header, dtype=np.uint8), **{f"a{i}": a for i, a in enumerate(enc.arrays)}}
+    np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle
     return buf.getvalue()
 
 
@@ -132,7 +132,7 @@ class _Decoder:
         self.classes = [_resolve(c) for c in classes]
         self.arrays = arrays
 
-    def decode(self, value: Any) -> Any:  # noqa: PLR0911 - one branch per tag
+    def decode(self, value: Any) -> Any:
         if not isinstance(value, dict):
             return [self.decode(v) for v in value] if isinstance(value, list) else value
         tag, body = next(iter(value.items()))

@@ -42,7 +42,7 @@ def test_every_entry_is_checked_whatever_its_name():
 
 
 def test_a_part_in_an_encoding_the_checks_cannot_read_is_refused():
-    part = '<?xml version="1.0" encoding="Shift_JIS"?><w:document xmlns:w="x"/>'.encode()
+    part = b'<?xml version="1.0" encoding="Shift_JIS"?><w:document xmlns:w="x"/>'
     with pytest.raises(CorruptDocument, match="encoding"):
         inspect_upload(_docx_part("word/document.xml", part), "sjis.docx", CFG)
 
