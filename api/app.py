@@ -20,12 +20,13 @@ from fastapi.responses import JSONResponse, Response
 from api.auth import AuthGate
 from api.contract import install_contract
 from api.errors import install_error_handlers
-from api.middleware import RequestMiddleware
+from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import CONTENT_TYPE, Metrics, configure_logging, readiness
 from api.routes import answer, corpora, documents, evaluations, jobs, keys, search, web
 from api.schemas import HealthOut, LiveOut, ReadyOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
+from mmrag.ingest.convert.sandbox import isolation_state
 from mmrag.jobs.runner import RunnerFactory
 from mmrag.pipeline import Pipeline, build_pipeline
 
@@ -67,7 +68,8 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
                   description="Multimodal RAG: upload PDFs, scans and images; search them; get answers.")
     install_error_handlers(app)
     app.state.metrics = Metrics(app.state)
-    app.add_middleware(RequestMiddleware, metrics=app.state.metrics, max_body_bytes=settings.api.max_request_bytes)
+    app.add_middleware(GateMiddleware, api=app, settings=settings)  # keys and body limits, before the body
+    app.add_middleware(RequestMiddleware, metrics=app.state.metrics)  # outermost: request id, metrics, log
     app.include_router(keys.router)
     app.include_router(corpora.router)
     app.include_router(documents.router)
@@ -79,9 +81,10 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
 
     @app.get("/health", response_model=HealthOut, tags=["health"])
     def health() -> HealthOut:
-        """Liveness plus which spaces are on, and why any configured one is off."""
+        """Liveness plus which spaces are on, why any configured one is off, and how converters are isolated."""
         info = app.state.pipeline.health()
-        return HealthOut(status="ok", version=__version__, **info)
+        isolation = isolation_state(settings.ingest.convert_isolation).as_dict()
+        return HealthOut(status="ok", version=__version__, **info, convert_isolation=isolation)
 
     @app.get("/health/live", response_model=LiveOut, tags=["health"])
     def live() -> LiveOut:

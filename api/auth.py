@@ -13,6 +13,7 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from fastapi.routing import iter_route_contexts
@@ -56,9 +57,49 @@ def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+# headers a proxy adds: a request carrying one did not come from this machine's own client
+_PROXY_HEADERS = frozenset({"forwarded", "via", "x-real-ip", "x-client-ip", "true-client-ip", "cf-connecting-ip",
+                            "fastly-client-ip", "x-cluster-client-ip", "x-original-forwarded-for"})
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Starlette's in-process TestClient has no socket: peer "testclient", Host "testserver". No network peer can
+# present these (uvicorn reports the socket's address; `mmrag serve` runs it without proxy headers).
+_IN_PROCESS = ("testclient", "testserver")
+
+
+def _host_name(host: str) -> str:
+    """``localhost:8000`` -> ``localhost``; ``[::1]:8000`` -> ``::1``."""
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def not_local(request: Request) -> str | None:
+    """Why a request is not one an open (``auto``) server may answer without a key, or None: its peer
+    must be loopback, its Host a loopback name, it must carry no proxy header, and a state-changing
+    request must come from no other web origin (Origin / Sec-Fetch-Site)."""
+    peer = request.scope.get("client") or ("", 0)
+    host = request.headers.get("host", "")
+    in_process = (str(peer[0]), host) == _IN_PROCESS
+    if not in_process and not is_loopback(str(peer[0])):
+        return f"comes from {peer[0] or 'an unknown peer'}, not from this machine"
+    if not in_process and not is_loopback(_host_name(host)):
+        return f"names the host {host[:100]!r}, not localhost, 127.0.0.1 or [::1]"
+    proxied = sorted(h for h in request.headers if h in _PROXY_HEADERS or h.startswith("x-forwarded-"))
+    if proxied:
+        return f"came through a proxy ({', '.join(proxied)})"
+    if request.method not in _SAFE_METHODS:
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+            return f"is a {request.method} from the web origin {origin[:100]!r}, not from this server's own page"
+        site = request.headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            return f"is a {request.method} a browser sent from a {site} page"
+    return None
 
 
 class AuthGate:
@@ -71,20 +112,31 @@ class AuthGate:
         self.keys = KeyStore(settings.data_dir)
         self.rate = RateLimiter(api.rate_per_key, api.rate_burst)
         self.jobs = JobQuota(api.max_jobs_per_key)
-        if self.open:
-            log.warning("*** mmrag API is OPEN: no API key needed (MMRAG_API__AUTH=%s, bound to %s). "
-                        "Anyone who can reach this port can read, change and delete every corpus. ***",
-                        api.auth, api.host)
+        self.evaluations = JobQuota(api.max_evaluations_per_key, what="unfinished evaluations",
+                                    setting="MMRAG_API__MAX_EVALUATIONS_PER_KEY")
+        if api.auth == "off":
+            log.warning("*** mmrag API is OPEN: no API key needed (MMRAG_API__AUTH=off, bound to %s). Anyone who "
+                        "can reach this port, web pages in browsers included, can read, change and delete every "
+                        "corpus. ***", api.host)
+        elif self.open:
+            log.warning("*** mmrag API answers LOCAL requests without a key (MMRAG_API__AUTH=auto, bound to %s): "
+                        "any process of this machine can read, change and delete every corpus. Requests through a "
+                        "proxy, for another Host, or posted by another web origin need a key. ***", api.host)
         else:
             log.info("API keys required (MMRAG_API__AUTH=%s); %d keys on file", api.auth, len(self.keys.list()))
 
     def principal(self, request: Request) -> Principal:
         header = request.headers.get("authorization")
-        if self.mode == "off" or (header is None and self._open_for(request)):
+        if self.mode == "off":
             return Principal(None)
         if header is None:
-            raise Unauthorized("an API key is required: send 'Authorization: Bearer KEY' "
-                               "(create one with `mmrag keys create`)")
+            why = not_local(request) if self.open else None
+            if self.open and why is None:
+                return Principal(None)
+            raise Unauthorized("an API key is required: send 'Authorization: Bearer KEY' (create one with "
+                               "`mmrag keys create`)" + (f"; this server answers without a key only requests from "
+                                                         f"this machine's own clients, and this one {why}"
+                                                         if why else ""))
         scheme, _, secret = header.partition(" ")
         key = self.keys.resolve(secret.strip()) if scheme.lower() == "bearer" else None
         if key is None:
@@ -94,19 +146,6 @@ class AuthGate:
             raise Overloaded(f"key {key.prefix}... is over its rate of {self.rate.rate:g} requests/s "
                              "(MMRAG_API__RATE_PER_KEY)", retry_after=wait)
         return Principal(key)
-
-    def _open_for(self, request: Request) -> bool:
-        """Open server, and (in auto mode) the connection arrived on a loopback interface: a server
-        started with another bind than the configured host still asks for keys."""
-        if not self.open:
-            return False
-        server = request.scope.get("server")
-        host = str(server[0]) if server else ""
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            return True  # in-process test clients ("testserver")
-        return self.mode == "off" or is_loopback(host)
 
     def close(self) -> None:
         self.keys.close()
@@ -158,18 +197,19 @@ def route_scopes(app: Any) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     for route in iter_route_contexts(app.routes):
         dependant = getattr(route.original_route, "dependant", None)
-        found = _required(dependant) if dependant is not None else None
+        found = required_scope(dependant) if dependant is not None else None
         path = re.sub(r"\{(\w+):\w+\}", r"{\1}", str(route.path))  # {name:path} -> {name}, as in OpenAPI
         for method in route.methods or ():
             out[(method, path)] = found or PUBLIC
     return out
 
 
-def _required(dependant: Any) -> str | None:
+def required_scope(dependant: Any) -> str | None:
+    """What a route's dependencies require: a scope, ``any`` (any valid key), or None (public)."""
     for dep in dependant.dependencies:
         if hasattr(dep.call, "required_scope"):
             return str(dep.call.required_scope or ANY_KEY)
-        found = _required(dep)
+        found = required_scope(dep)
         if found:
             return found
     return None

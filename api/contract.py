@@ -6,7 +6,9 @@ FastAPI's generated schema is completed here, once, from the route table:
   ``HTTPValidationError`` (which the server never sends);
 - routes behind an API key declare the bearer scheme and their 401 / 403 / 429 answers;
 - routes with path parameters declare 404, routes with a body 400 (unreadable body) and 413
-  (``MMRAG_API__MAX_REQUEST_BYTES``), routes with any input 422.
+  (naming the route's body limit, ``api.limits.body_limit``), routes with any input 422;
+- bounds that are settings (query length, top_k, the query image's size) and enums that are this
+  server's (the spaces a corpus can have) carry this server's values.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from fastapi.openapi.utils import get_openapi
 
 from api.auth import PUBLIC, route_scopes
 from api.errors import ErrorBody, responses
+from api.limits import body_limit
 from mmrag.config import Settings
+from mmrag.types import SPACES
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -75,8 +79,9 @@ def _has_own_schema(answer: dict[str, Any]) -> bool:
     return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody")
 
 
-def apply_limits(models: dict[str, Any], settings: Settings) -> None:
-    """Bounds that are configuration, not code: the schema states this server's values."""
+def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) -> None:
+    """Bounds that are configuration, not code: the schema states this server's values (``spaces``: the
+    ones this server can create corpora with)."""
     retrieve = settings.retrieve
     for name, model in models.items():
         props = model.get("properties", {})
@@ -87,12 +92,95 @@ def apply_limits(models: dict[str, Any], settings: Settings) -> None:
                 props["top_k"]["maximum"] = retrieve.max_top_k
             if "prefetch_limit" in props:
                 props["prefetch_limit"]["anyOf"][0]["maximum"] = retrieve.max_prefetch_limit
+            if "image_base64" in props:
+                props["image_base64"]["anyOf"][0]["maxLength"] = -(-retrieve.max_query_image_bytes // 3) * 4
         if name == "AnswerIn":
             props["question"]["maxLength"] = min(props["question"].get("maxLength", 4000), retrieve.max_query_chars)
             props["top_k"]["maximum"] = min(props["top_k"].get("maximum", 50), retrieve.max_top_k)
+        if name == "CorpusConfig":
+            props["spaces"]["items"] = {"type": "string", "enum": spaces}
         for field in model.get("required", []):
             if props.get(field, {}).get("type") == "array" and name.startswith("Body_"):
                 props[field]["minItems"] = 1  # a multipart list with no parts is a missing field
+        for prop in props.values():  # a file part holds at least one byte (an empty one is refused)
+            for schema in (prop, prop.get("items", {})):
+                if schema.get("format") == "binary" or schema.get("contentMediaType") == "application/octet-stream":
+                    schema["minLength"] = 1
+
+
+def no_image_queries(schema: dict[str, Any]) -> None:
+    """A server with no image space takes no query image: the schema leaves them out (no ``/search/image``,
+    ``image_base64`` and ``image_page_id`` only null)."""
+    schema["paths"].pop("/corpora/{corpus}/search/image", None)
+    models = schema.get("components", {}).get("schemas", {})
+    for field in ("image_base64", "image_page_id"):
+        models["SearchIn"]["properties"][field] = {"type": "null", "default": None,
+                                                  "description": "No space of this server takes image queries"}
+    for name in [n for n in models if n.startswith("Body_search_by_image")]:
+        models.pop(name)
+
+
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"  # a character str.strip() keeps, in Python's and ECMA's regex alike
+
+
+def something_to_search(model: dict[str, Any], image: bool) -> None:
+    """A search needs a text query that is not blank, or (on a server with an image space) an image."""
+    ways: list[dict[str, Any]] = [{"required": ["query"], "properties": {"query": {"pattern": NOT_BLANK}}}]
+    if image:
+        ways += [{"required": ["image_base64"], "properties": {"image_base64": {"type": "string"}}},
+                 {"required": ["image_page_id"], "properties": {"image_page_id": {"type": "string"}}}]
+    model["anyOf"] = ways
+
+
+def upload_metadata_as_json(schema: dict[str, Any]) -> None:
+    """The upload's ``metadata`` part is a JSON object (sent as ``application/json``), not any string."""
+    body = schema["paths"]["/corpora/{corpus}/documents"]["post"]["requestBody"]["content"]["multipart/form-data"]
+    ref = body["schema"]["$ref"].rsplit("/", 1)[-1]
+    model = schema["components"]["schemas"][ref]
+    # each part of the array is a file: said on the array too (validators ignore it on arrays; generators
+    # that send one part of it then still send it as a file, with a filename)
+    model["properties"]["files"]["contentMediaType"] = "application/octet-stream"
+    filters = schema["components"]["schemas"]["SearchIn"]["properties"]["metadata"]
+    model["properties"]["metadata"] = {**filters, "description": "A JSON object stored with every file: field -> value "
+                                                              "(the kinds of value a search filter takes)"}
+    body["encoding"] = {"metadata": {"contentType": "application/json"},
+                        # the kinds are told by the bytes (any of ACCEPTED); these name what a client sends most
+                        "files": {"contentType": "application/pdf, image/png, text/plain",
+                                  "headers": {"Content-Disposition": {
+                                      "schema": {"type": "string"},
+                                      "example": 'form-data; name="files"; filename="upload"'}}}}
+
+
+def evaluation_suites(models: dict[str, Any], service: Any) -> None:
+    """The suites this server has, each with its variants (a variant belongs to one suite)."""
+    import yaml
+
+    options = []
+    for suite in service.suites():
+        try:
+            raw = yaml.safe_load((service.suites_dir / suite / "suite.yaml").read_text()) or {}
+            variants = sorted(raw.get("variants") or {})
+        except (OSError, yaml.YAMLError, AttributeError):  # listed anyway; starting it says what is wrong
+            variants = []
+        variant: dict[str, Any] = {"type": "null"}
+        if variants:
+            variant = {"anyOf": [{"type": "string", "enum": variants}, {"type": "null"}]}
+        options.append({"type": "object", "additionalProperties": False, "required": ["suite"],
+                        "properties": {"suite": {"const": suite}, "variant": variant}})
+    if options:
+        described = models["EvaluationIn"]
+        models["EvaluationIn"] = {"title": "EvaluationIn", "description": described.get("description", ""),
+                                  "oneOf": options}
+
+
+def describe_body_limits(schema: dict[str, Any], settings: Settings) -> None:
+    """Each 413 names its route's body limit and the setting behind it."""
+    for path, ops in schema["paths"].items():
+        for method, op in ops.items():
+            answer = op.get("responses", {}).get("413") if isinstance(op, dict) else None
+            if answer is not None:
+                limit, setting = body_limit(method.upper(), path, settings)
+                answer["description"] = f"Too large: this route's body limit is {limit:,} bytes ({setting})"
 
 
 def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
@@ -102,12 +190,22 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
         for method, op in ops.items():
             if method in METHODS:
                 complete_operation(op, scopes.get((method.upper(), path), PUBLIC))
-    add_links(schema)
+    describe_body_limits(schema, settings)
     components = schema.setdefault("components", {})
     models = components.setdefault("schemas", {})
     models.pop("HTTPValidationError", None)
     models.pop("ValidationError", None)
-    apply_limits(models, settings)
+    pipeline = getattr(app.state, "pipeline", None)
+    spaces = sorted(pipeline.spaces) if pipeline is not None else list(SPACES)
+    apply_limits(models, settings, spaces)
+    image_spaces = [s for s in spaces if pipeline is None or pipeline.spaces[s].takes_image_query]
+    if not image_spaces:
+        no_image_queries(schema)
+    something_to_search(models["SearchIn"], image=bool(image_spaces))
+    upload_metadata_as_json(schema)
+    add_links(schema)
+    if pipeline is not None:
+        evaluation_suites(models, pipeline.evaluations)
     models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}
@@ -121,7 +219,7 @@ def add_links(schema: dict[str, Any]) -> None:
         answer["links"] = {
             f"{m.lower()}_{p.strip('/').replace('/', '_').replace('{', '').replace('}', '')}": {
                 "operationId": paths[p][m.lower()]["operationId"], "parameters": params}
-            for m, p, params in targets}
+            for m, p, params in targets if p in paths}  # a route this server leaves out has no link
 
 
 def install_contract(app: FastAPI, settings: Settings) -> None:

@@ -8,7 +8,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mmrag.config import CorpusConfig
 
-MetadataValue = str | int | float | bool | list[str] | list[int]
+SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
+JSON_INT = 2**53  # integers in payloads and filters: exact as JSON numbers everywhere (the store's floats too)
+BoundedInt = Annotated[int, Field(ge=-JSON_INT, le=JSON_INT)]
+BoundedFloat = Annotated[float, Field(allow_inf_nan=False, ge=-1e300, le=1e300)]
+MetadataValue = Annotated[
+    Annotated[str, Field(max_length=10_000)] | BoundedInt | BoundedFloat | bool
+    | Annotated[list[Annotated[str, Field(max_length=10_000)]], Field(max_length=1000)]
+    | Annotated[list[BoundedInt], Field(max_length=1000)],
+    Field(description="A string, an integer, a number, a boolean, or a list of strings or of integers")]
+UploadMetadata = Annotated[dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue],
+                           Field(max_length=100)]
+DocumentId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
+                                  description="A document id (hex)")]
+MAX_DOCUMENT_IDS = 1000
 
 
 class CorpusCreate(BaseModel):
@@ -75,7 +88,8 @@ class PageRange(BaseModel):
     model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
 
     first: int = Field(1, ge=1, le=1_000_000, description="First page (1-based)")
-    last: int = Field(1_000_000, ge=1, le=1_000_000, description="Last page (inclusive, >= first)")
+    last: int = Field(1_000_000, ge=1, le=1_000_000,
+                      description="Last page (inclusive); a range with last < first holds no page (no results)")
 
 
 class SearchOptions(BaseModel):
@@ -91,8 +105,8 @@ class SearchOptions(BaseModel):
         None, description="RRF weight per space, 0..100 (default 1); only for spaces the request uses")
     prefetch_limit: int | None = Field(
         None, ge=1, le=10_000, description="Candidates each space contributes before fusion and rerank, "
-                                           "top_k..MMRAG_RETRIEVE__MAX_PREFETCH_LIMIT; default "
-                                           "MMRAG_RETRIEVE__PREFETCH_LIMIT")
+                                           "up to MMRAG_RETRIEVE__MAX_PREFETCH_LIMIT (less than top_k counts as "
+                                           "top_k); default MMRAG_RETRIEVE__PREFETCH_LIMIT")
     rrf_k: int | None = Field(
         None, ge=1, le=1000, description="RRF constant k: score = sum over spaces of 1 / (rank / weight + k - 1) "
                                          "(Qdrant's weighted RRF); small k lets weights and top ranks count more; "
@@ -101,9 +115,10 @@ class SearchOptions(BaseModel):
         None, description="Fusion of the spaces' candidates: dbsf (distribution-based score fusion) or rrf "
                           "(reciprocal rank, the one that takes weights); default MMRAG_RETRIEVE__FUSION (dbsf), "
                           "rrf when weights are given")
-    document_ids: list[str] | None = Field(None, min_length=1, description="Only these documents")
-    metadata: dict[str, MetadataValue] = Field(default_factory=dict,
-                                               description="Payload filters: field -> value or list of values")
+    document_ids: list[DocumentId] | None = Field(None, min_length=1, max_length=MAX_DOCUMENT_IDS,
+                                                  description="Only these documents (at most 1000)")
+    metadata: dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue] = Field(
+        default_factory=dict, max_length=100, description="Payload filters: field -> value or list of values")
     pages: PageRange | None = Field(None, description="Only pages in this range")
     kinds: list[Literal["page", "image"]] | None = Field(
         None, min_length=1, description="Only these kinds: PDF pages, standalone images")
@@ -113,8 +128,9 @@ class SearchOptions(BaseModel):
 class SearchIn(SearchOptions):
     query: str = Field("", max_length=10_000, description="Text query (may be empty when an image is given)")
     image_base64: str | None = Field(
-        None, max_length=30_000_000,
-        description="Base64 image query (PNG, JPEG, WebP, TIFF, BMP, GIF): pages like this image (clip, colpali)")
+        None, min_length=4, max_length=30_000_000,
+        description="Base64 image query (PNG, JPEG, WebP, TIFF, BMP, GIF): pages like this image; only for a corpus "
+                    "with an image space (clip, colpali) that the request uses (else 400, before it is decoded)")
     image_page_id: str | None = Field(
         None, min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
         description="Query by the image of a page already in the corpus (its page id)")
@@ -144,12 +160,20 @@ class SearchOut(BaseModel):
     timings: dict[str, float]
 
 
+class IsolationOut(BaseModel):
+    mode: Literal["jail", "network", "none"] = Field(..., description="MMRAG_INGEST__CONVERT_ISOLATION")
+    in_force: bool = Field(..., description="false: this process refuses conversions (503) until the host allows "
+                                            "the mode (conversions by Celery workers are judged there)")
+    detail: str = Field(..., description="How the converters are isolated here, or why that cannot be done")
+
+
 class HealthOut(BaseModel):
     status: str
     version: str
     spaces: dict[str, Any]
     unavailable: dict[str, str]
     store: str
+    convert_isolation: IsolationOut
 
 
 class LiveOut(BaseModel):

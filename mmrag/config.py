@@ -62,6 +62,14 @@ class IngestConfig(BaseModel):
     """Wall-clock limit of converting one non-PDF file to PDF (LibreOffice / PyMuPDF subprocess); killed after."""
     convert_memory_bytes: int = Field(2 * 1024 * MiB, ge=64 * MiB)
     """Address-space limit (RLIMIT_AS) of the conversion subprocess."""
+    convert_isolation: Literal["jail", "network", "none"] = "jail"
+    """Where converters run (docs/security.md): ``jail`` (bubblewrap: they read only their install and their
+    input copy, write only their job folder, no network, uid 65534 when the service is root); ``network``
+    (only no network: they read what the service reads); ``none``. A mode this host cannot give refuses
+    conversion (503) instead of running with less."""
+    convert_dir: Path | None = None
+    """Parent of the conversions' job folders (None: the system temp folder). Not the spool: in containers,
+    a tmpfs private to the converting process."""
     max_zip_entries: int = Field(10_000, ge=1)
     """Most entries in a ZIP container (DOCX, XLSX, ODT, EPUB, ...)."""
     max_unzipped_bytes: int = Field(1024 * MiB, ge=1024)
@@ -122,6 +130,11 @@ class RetrieveConfig(BaseModel):
     hybrid nDCG@5 from 0.908 (RRF k=60) to 0.943, level with BM25 alone (0.941) (docs/benchmarks.md)."""
     max_query_chars: int = Field(2000, ge=1)
     """Longest text query accepted."""
+    max_query_image_bytes: int = Field(20 * MiB, ge=1024, le=512 * MiB)
+    """Largest query image (bytes; base64 in JSON is 4/3 of this)."""
+    max_query_image_pixels: int = Field(16_000_000, ge=10_000, le=64_000_000)
+    """Most pixels a query image is decoded to (JPEG decodes at 1/2, 1/4 or 1/8 scale to fit, other formats
+    over it are refused): well below the ingest cap, since the image spaces see ~1 megapixel."""
     document_stage: bool = True
     """Combine each page's match with its document's (corpora with the ``document`` space: title,
     entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
@@ -149,8 +162,10 @@ class ApiConfig(BaseModel):
     public_url: str = ""
     """Prefix for URLs in responses (empty: relative URLs)."""
     auth: Literal["auto", "required", "off"] = "auto"
-    """API keys: ``auto`` runs open (no key needed) only when bound to a loopback address, else keys
-    are required; ``required`` always; ``off`` never (keys are ignored). Manage keys with ``mmrag keys``."""
+    """API keys: ``auto`` (bound to a loopback address) answers without a key only a local request: its peer
+    is loopback, its Host a loopback name, it has no Forwarded/X-Forwarded-* header, and a state-changing
+    one comes from no other web origin; everything else needs a key (as does every request when bound
+    elsewhere). ``required``: always; ``off``: never (keys are ignored). docs/security.md."""
     rate_per_key: float = Field(50.0, ge=0)
     """Requests per second one API key may make on average (token bucket); 0: no limit. Beyond it: 429."""
     rate_burst: int = Field(100, ge=1)
@@ -158,8 +173,15 @@ class ApiConfig(BaseModel):
     max_jobs_per_key: int = Field(4, ge=0)
     """Unfinished ingestion jobs one API key may have at a time; 0: no limit. Beyond it: 429."""
     max_request_bytes: int = Field(512 * MiB, ge=1024)
-    """Largest request body (all files of an upload together); larger requests are refused before
+    """Largest upload body (all files of an upload together); larger requests are refused before
     they are read (413)."""
+    max_json_bytes: int = Field(1 * MiB, ge=1024)
+    """Largest body of the other routes (JSON; searches also carry a query image, see
+    MMRAG_RETRIEVE__MAX_QUERY_IMAGE_BYTES): larger requests are refused before they are read (413)."""
+    max_evaluations_per_key: int = Field(2, ge=0)
+    """Unfinished evaluations one API key may have at a time; 0: no limit. Beyond it: 429."""
+    image_query_concurrency: int = Field(2, ge=1, le=64)
+    """Query images decoded and embedded at a time; further image searches wait their turn."""
     log_format: Literal["text", "json"] = "text"
     """``json``: one JSON object per log line (time, level, logger, message, request id, route, status,
     duration). Keys and document text are never logged."""

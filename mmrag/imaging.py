@@ -44,11 +44,12 @@ def open_image(data: bytes, *, max_pixels: int, max_bytes: int | None = None, wh
     return img
 
 
-def decode_image(data: bytes, *, max_pixels: int, max_bytes: int | None = None, what: str = "image") -> Image.Image:
+def decode_image(data: bytes, *, max_pixels: int, max_bytes: int | None = None, what: str = "image",
+                 opened: Image.Image | None = None) -> Image.Image:
     """Decode to an RGB image (first frame of animations, oriented as EXIF says, transparency on white),
-    after the checks of :func:`open_image`. The one image decoder of ingest, search, the embedding
-    service and the VLM backends."""
-    img = open_image(data, max_pixels=max_pixels, max_bytes=max_bytes, what=what)
+    after the checks of :func:`open_image` (``opened``: already opened and checked). The one image
+    decoder of ingest, search, the embedding service and the VLM backends."""
+    img = opened or open_image(data, max_pixels=max_pixels, max_bytes=max_bytes, what=what)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -60,6 +61,27 @@ def decode_image(data: bytes, *, max_pixels: int, max_bytes: int | None = None, 
     except Exception as exc:  # truncated data, bad chunks, ...
         raise CorruptDocument(f"{what} cannot be decoded ({exc}); allowed: {ALLOWED}") from exc
     return to_rgb(oriented)
+
+
+def decode_query_image(data: bytes, *, max_pixels: int, what: str = "query image") -> Image.Image:
+    """A query image decoded to at most ``max_pixels``: a JPEG over it decodes at 1/2, 1/4 or 1/8 scale
+    (``Image.draft``: the DCT is reduced, the full image never exists); any other format over it is
+    refused from its header (TooLarge) before a pixel is decoded."""
+    jpeg = data[:3] == b"\xff\xd8\xff"  # decodable at 1/8 scale: 64 times the pixels may come in
+    try:
+        img = open_image(data, max_pixels=max_pixels * (64 if jpeg else 1), what=what)
+    except TooLarge as exc:
+        raise TooLarge(f"{exc.message} (MMRAG_RETRIEVE__MAX_QUERY_IMAGE_PIXELS)") from exc
+    width, height = img.size
+    if width * height > max_pixels:
+        scale = 2
+        while scale < 8 and (width // scale) * (height // scale) > max_pixels:
+            scale *= 2
+        img.draft("RGB", (width // scale, height // scale))
+        if img.size[0] * img.size[1] > max_pixels:
+            raise TooLarge(f"{what} is {width}x{height} pixels; even at 1/8 scale it is over the limit of "
+                           f"{max_pixels:,} (MMRAG_RETRIEVE__MAX_QUERY_IMAGE_PIXELS)")
+    return decode_image(data, max_pixels=max_pixels, what=what, opened=img)
 
 
 def image_size(data: bytes, *, max_pixels: int, what: str = "image") -> tuple[int, int]:

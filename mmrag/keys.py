@@ -3,8 +3,10 @@
 A key is ``mmrag_<id>_<secret>``: ``id`` (12 hex) finds the row, the whole key is stored only as
 its sha256 and compared in constant time. Scopes: ``admin`` (everything, keys and corpus
 creation included; no corpus), ``write`` (upload, delete documents, run jobs and evaluations on
-its corpus) and ``read`` (list, search, answer, page images, job progress, reports on its
-corpus). ``write`` includes ``read``. Pure bookkeeping: the shells map it to HTTP.
+its corpus; it never creates one) and ``read`` (list, search, answer, page images, job progress,
+reports on its corpus). ``write`` includes ``read``. A corpus's keys are revoked when it is deleted
+(:meth:`KeyStore.revoke_corpus`), so a corpus created later under the same name does not inherit
+them. The file is 0600. Pure bookkeeping: the shells map it to HTTP.
 """
 
 from __future__ import annotations
@@ -117,6 +119,14 @@ class KeyStore(SqliteDB):
         self.get(key_id)
         self._rows("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", time.time(), key_id)
         return self.get(key_id)
+
+    def revoke_corpus(self, corpus: str) -> int:
+        """Revoke every live key of ``corpus`` (its deletion ends them: a corpus made later under the same
+        name is someone else's); the number revoked."""
+        with self._lock:
+            cursor = self._db.execute("UPDATE api_keys SET revoked_at = ? WHERE corpus = ? AND revoked_at IS NULL",
+                                      (time.time(), corpus))
+            return int(cursor.rowcount)
 
     def resolve(self, secret: str) -> ApiKey | None:
         """The live key whose secret this is, or None (unknown, malformed or revoked)."""

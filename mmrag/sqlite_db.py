@@ -1,7 +1,12 @@
-"""A SQLite database shared by threads: one connection, one lock, WAL journal (catalog, job state)."""
+"""A SQLite database shared by threads: one connection, one lock, WAL journal (catalog, job state, keys).
+
+Every database lives in the data folder, which is made private (0700) with it; the database file is
+0600 (SQLite gives its -wal and -shm files the same mode)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -12,7 +17,10 @@ class SqliteDB:
     """Lifecycle: open once per process with its schema; ``close`` at exit. Thread-safe."""
 
     def __init__(self, path: Path, schema: str, *, timeout_s: float = 30.0) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        with contextlib.suppress(PermissionError):
+            os.chmod(path, 0o600)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=timeout_s)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -26,3 +34,10 @@ class SqliteDB:
     def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
+
+
+def private_folder(path: Path) -> None:
+    """Make ``path`` (and its missing parents) and keep it 0700: only the service's user reads it."""
+    path.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(PermissionError):
+        os.chmod(path, 0o700)

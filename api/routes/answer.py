@@ -14,6 +14,7 @@ from api.auth import ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.observability import Metrics
+from api.schemas import MAX_DOCUMENT_IDS, DocumentId
 from api.sse import SSE_HEADERS, sse_event
 from mmrag.errors import Unavailable
 from mmrag.generate.answer import AnswerDone, AnswerEvent, event_payload, event_payloads, final_answer
@@ -30,7 +31,8 @@ class AnswerIn(BaseModel):
         None, ge=0, le=65_536, description="Visual tokens for all evidence images together (e.g. 280, 560, 1120); "
         "pages are resized to fit. Default: MMRAG_VLM__VISUAL_TOKEN_BUDGET")
     max_new_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
-    document_ids: list[str] | None = Field(None, description="Only use these documents")
+    document_ids: list[DocumentId] | None = Field(None, min_length=1, max_length=MAX_DOCUMENT_IDS,
+                                                  description="Only use these documents (at most 1000)")
     stream: bool = Field(True, description="true: Server-Sent Events (evidence, token..., done); false: one JSON body")
 
 

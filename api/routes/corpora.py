@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from api.auth import AdminDep, PrincipalDep, ReadDep
+from api.auth import AdminDep, GateDep, PrincipalDep, ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.schemas import CorpusCreate, CorpusOut
@@ -20,8 +20,12 @@ def corpus_out(name: str, config: CorpusConfig, created_at: float, documents: in
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=CorpusOut,
              responses=responses(400, 409, 422, 503))
 def create_corpus(body: CorpusCreate, pipeline: PipelineDep, _: AdminDep) -> CorpusOut:
-    """Create a corpus (admin keys). Spaces whose models cannot be loaded here are dropped (see /health)."""
-    pipeline.create_corpus(body.name, body.config)
+    """Create a corpus (admin keys). Spaces whose models cannot be loaded here are dropped (see /health);
+    a space named twice counts once."""
+    config = body.config
+    if config is not None:
+        config = config.model_copy(update={"spaces": list(dict.fromkeys(config.spaces))})
+    pipeline.create_corpus(body.name, config)
     return corpus_out(*pipeline.catalog.corpus_summary(body.name))
 
 
@@ -37,6 +41,9 @@ def get_corpus(corpus: str, pipeline: PipelineDep, _: ReadDep) -> CorpusOut:
 
 
 @router.delete("/{corpus}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))
-def delete_corpus(corpus: str, pipeline: PipelineDep, _: AdminDep) -> None:
-    """Delete a corpus with its documents, pages and vectors (admin keys)."""
+def delete_corpus(corpus: str, pipeline: PipelineDep, gate: GateDep, _: AdminDep) -> None:
+    """Delete a corpus with its documents, pages and vectors (admin keys). Its write and read keys are
+    revoked first: a corpus created later under the same name does not answer to them."""
+    pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus, before any key is touched
+    gate.keys.revoke_corpus(corpus)
     pipeline.delete_corpus(corpus)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile, status
 from fastapi.responses import JSONResponse, Response
+from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ReadDep, WriteDep
@@ -16,10 +17,13 @@ from api.deps import PipelineDep
 from api.errors import ErrorBody, responses, status_of
 from api.job_schemas import JobOut, JobUploadOut, job_out
 from api.routes.jobs import RunnerDep, base_url
-from api.schemas import DocumentDetail, DocumentOut, FileError, PageOut
+from api.schemas import SQLITE_INT, DocumentDetail, DocumentOut, FileError, PageOut, UploadMetadata
+from mmrag.config import Settings
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
-from mmrag.ingest.sniff import ACCEPTED
+from mmrag.ingest.convert import CONVERTER
+from mmrag.ingest.convert.sandbox import require_isolation
+from mmrag.ingest.sniff import ACCEPTED, sniff_kind
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.writer import Upload, check_upload
 from mmrag.pipeline import Pipeline
@@ -29,8 +33,10 @@ router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
 CHUNK = 1024 * 1024
 # An upload is refused with the error body, or, when every file was refused, with the upload body
 # listing each file's reason (status: the first file's).
+METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(UploadMetadata)
 UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsupported media type",
-                   422: "Corrupt files or invalid parameters"}
+                   422: "Corrupt files or invalid parameters",
+                   503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)"}
 
 
 def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
@@ -57,6 +63,7 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
 
 
 def parse_metadata(raw: str | None) -> dict[str, Any]:
+    """The upload's metadata: a JSON object of field -> value, bounded as search filters are (UploadMetadata)."""
     if not raw:
         return {}
     try:
@@ -65,12 +72,20 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
         raise InvalidInput(f"metadata must be a JSON object: {exc}") from exc
     if not isinstance(value, dict):
         raise InvalidInput("metadata must be a JSON object of field -> value")
-    return value
+    try:
+        return dict(METADATA.validate_python(value))
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise InvalidInput(f"metadata: {problem.get('msg')} at {'.'.join(map(str, problem.get('loc', ())))}; values "
+                           "are strings, integers within +-2**53, finite numbers, booleans or lists of strings "
+                           "or integers") from exc
 
 
 @router.post("/documents", status_code=status.HTTP_202_ACCEPTED, response_model=JobUploadOut,
              responses={**responses(404), **{c: {"model": ErrorBody | JobUploadOut, "description": d} for c, d in
-                                             UPLOAD_REFUSALS.items()}, 201: {"model": JobUploadOut}})
+                                             UPLOAD_REFUSALS.items()},
+                        201: {"model": JobUploadOut, "description": "wait=true: the job created a document"},
+                        200: {"model": JobUploadOut, "description": "wait=true: every file existed already"}})
 async def upload_documents(
     corpus: str, pipeline: PipelineDep, runner: RunnerDep, request: Request, principal: WriteDep,
     files: Annotated[list[UploadFile], File(description=f"Documents, told by their bytes: {ACCEPTED}")],
@@ -102,7 +117,7 @@ async def upload_documents(
         name = upload.filename or "upload"
         try:
             data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
-            check_upload(data, name, pipeline.settings.ingest.max_upload_bytes, pipeline.settings.ingest)
+            await run_in_threadpool(checked_upload, data, name, pipeline.settings)
             accepted.append(Upload(name, data, meta))
         except MMRAGError as exc:
             errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
@@ -120,6 +135,14 @@ async def upload_documents(
         await asyncio.sleep(0.2)
         job = await run_in_threadpool(pipeline.jobs.status, job_id)
     return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
+
+
+def checked_upload(data: bytes, name: str, settings: Settings) -> None:
+    """The synchronous upload checks (off the event loop: ZIP parts are parsed), and, when this process
+    converts (no broker), 503 up front for a kind that needs a converter isolation this host cannot give."""
+    check_upload(data, name, settings.ingest.max_upload_bytes, settings.ingest)
+    if settings.jobs.broker_url is None and sniff_kind(data, name).name in CONVERTER:
+        require_isolation(settings.ingest.convert_isolation, f"converting {name}")
 
 
 def job_finished(pipeline: Pipeline, job_id: str) -> bool:
@@ -148,7 +171,8 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
 
 
 @router.get("/documents", response_model=list[DocumentOut], responses=responses(404))
-def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep, offset: Annotated[int, Query(ge=0)] = 0,
+def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep,
+                   offset: Annotated[int, Query(ge=0, le=SQLITE_INT)] = 0,
                    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[DocumentOut]:
     return [document_out(d) for d in pipeline.catalog.list_documents(corpus, offset=offset, limit=limit)]
 

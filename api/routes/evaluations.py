@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, status
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import Principal, PrincipalDep
+from api.auth import GateDep, Principal, PrincipalDep
 from api.deps import PipelineDep
 from api.errors import responses
+from mmrag.errors import Forbidden
 from mmrag.evaluate.service import EvalJob, EvaluationService
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
@@ -27,8 +28,10 @@ ServiceDep = Annotated[EvaluationService, Depends(get_service)]
 class EvaluationIn(BaseModel):
     model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
 
-    suite: str = Field(..., description="Name of a suite folder under eval/suites (GET /evaluations/suites)")
-    variant: str | None = Field(None, description="A named variant of the suite (e.g. bm25, dense)")
+    suite: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                       description="Name of a suite folder under eval/suites (GET /evaluations/suites)")
+    variant: str | None = Field(None, min_length=1, max_length=100,
+                                description="A named variant of the suite (e.g. bm25, dense)")
 
 
 class EvaluationOut(BaseModel):
@@ -95,10 +98,24 @@ def list_suites(service: ServiceDep, _: PrincipalDep) -> list[str]:
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=EvaluationOut,
              responses=responses(400, 404, 422))
-def start_evaluation(body: EvaluationIn, service: ServiceDep, principal: PrincipalDep) -> EvaluationOut:
-    """Start an evaluation job (runs in the background; one at a time). Needs write on the suite's corpus."""
-    return _out(service.start(body.suite, body.variant,
-                              allow=lambda corpus: principal.check("write", corpus, f"unknown suite {body.suite!r}")))
+def start_evaluation(body: EvaluationIn, service: ServiceDep, pipeline: PipelineDep, gate: GateDep,
+                     principal: PrincipalDep) -> EvaluationOut:
+    """Start an evaluation job (runs in the background; one at a time). Needs write on the suite's corpus;
+    a suite whose corpus does not exist yet needs an admin key (a write key never creates a corpus). At
+    most MMRAG_API__MAX_EVALUATIONS_PER_KEY unfinished evaluations per key (429)."""
+
+    def allow(corpus: str) -> None:
+        principal.check("write", corpus, f"unknown suite {body.suite!r}")
+        if principal.key is not None and principal.key.scope != "admin" and not pipeline.catalog.has_corpus(corpus):
+            raise Forbidden(f"the suite's corpus {corpus!r} does not exist, and a {principal.key.scope} key never "
+                            "creates one: create it with an admin key first")
+        if principal.key is not None:
+            gate.evaluations.check(principal.id, lambda job_id: service.get(job_id).state in ("done", "failed"))
+
+    job = service.start(body.suite, body.variant, allow=allow)
+    if principal.key is not None:
+        gate.evaluations.add(principal.id, job.id)
+    return _out(job)
 
 
 @router.post("/compare", response_model=CompareOut, responses=responses(400, 404, 409, 422))

@@ -1,6 +1,9 @@
-"""API keys over REST (admin keys only): create, list, revoke."""
+"""API keys over REST (admin keys only): create, list, revoke. A write or read key belongs to one corpus
+and is revoked with it (``DELETE /corpora/{corpus}``)."""
 
 from __future__ import annotations
+
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, status
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,21 +16,37 @@ from mmrag.keys import ApiKey, Scope
 router = APIRouter(prefix="/keys", tags=["keys"])
 
 
-class KeyCreate(BaseModel):
+class AdminKeyCreate(BaseModel):
+    """An admin key: every corpus, keys and corpus creation included; it has no corpus."""
+
     model_config = ConfigDict(extra="forbid")
 
-    scope: Scope = Field(..., description="admin (everything), write (upload, delete, jobs on the corpus) or "
-                                          "read (list, search, answer, pages, job progress, reports)")
-    corpus: str | None = Field(None, min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9_-]*$",
-                               description="The corpus of a write or read key; none for admin keys")
+    scope: Literal["admin"] = Field(..., description="admin: everything")
+    corpus: None = Field(None, description="None: an admin key covers every corpus")
     name: str = Field("", max_length=200, description="Free text for people (who holds the key)")
+
+
+class CorpusKeyCreate(BaseModel):
+    """A write or read key of one corpus."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["write", "read"] = Field(..., description="write (upload, delete, jobs on the corpus) or read "
+                                                             "(list, search, answer, pages, job progress, reports)")
+    corpus: str = Field(..., min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9_-]*$",
+                        description="The corpus: the key ends when the corpus is deleted")
+    name: str = Field("", max_length=200, description="Free text for people (who holds the key)")
+
+
+KeyCreate = Annotated[AdminKeyCreate | CorpusKeyCreate, Field(discriminator="scope")]
 
 
 class KeyOut(BaseModel):
     id: str
     prefix: str = Field(..., description="The start of the key, to recognise it")
     scope: Scope
-    corpus: str | None
+    corpus: str | None = Field(..., description="The corpus of a write or read key (None: admin); the key is "
+                                                "revoked when that corpus is deleted")
     name: str
     created_at: float
     revoked_at: float | None
@@ -42,7 +61,7 @@ def key_out(key: ApiKey) -> KeyOut:
                   created_at=key.created_at, revoked_at=key.revoked_at)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=KeyCreated, responses=responses(400, 422))
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=KeyCreated, responses=responses(422))
 def create_key(body: KeyCreate, gate: GateDep, _: AdminDep) -> KeyCreated:
     """Create a key. Its secret is in this response only."""
     new = gate.keys.create(body.scope, body.corpus, body.name)

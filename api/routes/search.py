@@ -1,9 +1,15 @@
-"""Search a corpus: JSON (text and/or base64 image, or a page reference) or a multipart image upload."""
+"""Search a corpus: JSON (text and/or base64 image, or a page reference) or a multipart image upload.
+
+A query image is refused (400) before it is decoded when the corpus has no image space (clip,
+colpali) or the request's spaces use none; it is decoded under MMRAG_RETRIEVE__MAX_QUERY_IMAGE_PIXELS
+(JPEGs at a reduced scale) and at most MMRAG_API__IMAGE_QUERY_CONCURRENCY at a time."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
@@ -16,6 +22,7 @@ from api.errors import responses
 from api.routes.documents import page_urls
 from api.schemas import EvidenceOut, SearchIn, SearchOptions, SearchOut
 from mmrag.errors import InvalidInput, TooLarge
+from mmrag.pipeline import Pipeline
 from mmrag.types import Evidence, SearchRequest
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["search"])
@@ -38,24 +45,53 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
                    image_page_id: str | None = None) -> SearchRequest:
     pages = None
     if options.pages is not None:
-        if options.pages.last < options.pages.first:
-            raise InvalidInput(f"pages.last ({options.pages.last}) is before pages.first ({options.pages.first})")
         pages = (options.pages.first, options.pages.last)
+    prefetch = None if options.prefetch_limit is None else max(options.prefetch_limit, options.top_k)
     return SearchRequest(query=query, image=image, top_k=options.top_k, document_ids=options.document_ids,
                          metadata=dict(options.metadata), spaces=list(options.spaces) if options.spaces else None,
                          weights=None if options.weights is None else {str(k): v for k, v in options.weights.items()},
                          explain=options.explain, image_page_id=image_page_id, pages=pages,
-                         kinds=list(options.kinds) if options.kinds else None, prefetch_limit=options.prefetch_limit,
+                         kinds=list(options.kinds) if options.kinds else None, prefetch_limit=prefetch,
                          rrf_k=options.rrf_k, fusion=options.fusion)
+
+
+def check_image_query(pipeline: Pipeline, corpus: str, spaces: list[str] | None) -> None:
+    """400 unless a space of the request (default: the corpus's) takes image queries; nothing decoded yet."""
+    config = pipeline.catalog.corpus_config(corpus)
+    names = spaces or config.spaces
+    takes = [n for n in names if n in config.spaces and n in pipeline.spaces and pipeline.spaces[n].takes_image_query]
+    if not takes:
+        raise InvalidInput(f"image queries need clip or colpali (an image space); "
+                           f"{'the request uses' if spaces else 'this corpus has'} only {sorted(set(names))}: "
+                           "the image was not decoded", detail={"reason": "no_image_space"})
 
 
 async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: SearchRequest) -> Response:
     """Search in the thread pool; the response is serialised once here (FastAPI would validate
-    the returned model a second time against ``response_model``: ~0.3 ms per request)."""
-    result = await run_in_threadpool(pipeline.search, corpus, search)
+    the returned model a second time against ``response_model``: ~0.3 ms per request). Image queries
+    take a turn of the image semaphore (decoding and embedding an image is the costly part)."""
+    if search.pages is not None and search.pages[1] < search.pages[0]:  # an empty range: no page, no results
+        config = pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus
+        pipeline.retriever.validate(config, replace(search, pages=None))  # the rest is checked as always
+        return Response(SearchOut(results=[], timings={}).model_dump_json(), media_type="application/json")
+    if search.image is not None or search.image_page_id is not None:
+        check_image_query(pipeline, corpus, search.spaces)
+        async with image_turns(request):
+            result = await run_in_threadpool(pipeline.search, corpus, search)
+    else:
+        result = await run_in_threadpool(pipeline.search, corpus, search)
     request.app.state.metrics.observe_timings("search", result.timings)
     out = SearchOut(results=[evidence_out(request, e) for e in result.evidence], timings=result.timings)
     return Response(out.model_dump_json(), media_type="application/json")
+
+
+def image_turns(request: Request) -> asyncio.Semaphore:
+    """The app's semaphore of image queries (made on first use, in the event loop that serves it)."""
+    state = request.app.state
+    if getattr(state, "image_turns", None) is None:
+        state.image_turns = asyncio.Semaphore(state.settings.api.image_query_concurrency)
+    turns: asyncio.Semaphore = state.image_turns
+    return turns
 
 
 @router.post("/search", response_model=SearchOut, responses=ERRORS)
@@ -70,13 +106,16 @@ async def search(corpus: str, body: SearchIn, request: Request, pipeline: Pipeli
 async def _read_image(upload: UploadFile, limit: int) -> bytes:
     data = await upload.read(limit + 1)
     if len(data) > limit:
-        raise TooLarge(f"query image is larger than the limit of {limit:,} bytes (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
+        raise TooLarge(f"query image is larger than the limit of {limit:,} bytes "
+                       "(MMRAG_RETRIEVE__MAX_QUERY_IMAGE_BYTES)")
     return data
 
 
 @router.post("/search/image", response_model=SearchOut, responses=ERRORS)
 async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep, _: ReadDep,
-                          image: Annotated[UploadFile, File(description="The query image")],
+                          image: Annotated[UploadFile, File(description="The query image (PNG, JPEG, WebP, TIFF, "
+                                                                        "BMP, GIF); only for a corpus with an image "
+                                                                        "space the request uses")],
                           query: Annotated[str, Form(max_length=10_000, description="Optional text")] = "",
                           options: Annotated[str, Form(description="SearchOptions as JSON")] = "{}") -> Response:
     """Pages like this image (multipart upload), through the image-capable spaces (clip, colpali)."""
@@ -84,5 +123,6 @@ async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep, 
         parsed = SearchOptions.model_validate_json(options or "{}")
     except ValidationError as exc:
         raise InvalidInput(f"options: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}") from exc
-    data = await _read_image(image, request.app.state.settings.ingest.max_upload_bytes)
+    check_image_query(pipeline, corpus, list(parsed.spaces) if parsed.spaces else None)
+    data = await _read_image(image, request.app.state.settings.retrieve.max_query_image_bytes)
     return await _run(pipeline, corpus, request, search_request(parsed, query, data))

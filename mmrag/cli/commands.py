@@ -43,7 +43,9 @@ def serve(
     os.environ["MMRAG_SERVER_URL"] = f"http://{settings.api.host}:{settings.api.port}"
     console.print(f"mmrag: data folder {settings.data_dir}; http://{settings.api.host}:{settings.api.port}/docs")
     try:
-        uvicorn.run(create_app(settings), host=settings.api.host, port=settings.api.port, log_level=logging_level)
+        # proxy_headers off: the peer is the socket's (MMRAG_API__AUTH=auto judges it; docs/security.md)
+        uvicorn.run(create_app(settings), host=settings.api.host, port=settings.api.port, log_level=logging_level,
+                    proxy_headers=False)
     except MMRAGError as exc:
         fail(exc)
 

@@ -1,7 +1,8 @@
 """An upload, checked and made renderable: what it is, and the PDF its pages come from.
 
 :func:`inspect_upload` is the synchronous check made before a job starts (kind from the bytes,
-ZIP container limits, XML entity declarations, worksheet rows, CSV lines, email attachments): each
+ZIP container limits, XML entity declarations, worksheet rows, CSV lines, email attachments, fields and
+links that include other files): each
 refusal names the limit. :func:`prepare_source` is the job's ``plan`` work for one file: every kind
 that is not a PDF or an image is converted to PDF once (:mod:`mmrag.ingest.convert`, a limited
 subprocess), and the pages are then rendered from that PDF exactly like an uploaded PDF.
@@ -17,6 +18,7 @@ from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest import pdf
 from mmrag.ingest.convert import convert_to_pdf
+from mmrag.ingest.convert.references import check_rtf, check_word97
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.file_facts import file_facts
 from mmrag.ingest.mail import check_email
@@ -55,6 +57,10 @@ def inspect_upload(data: bytes, name: str, config: IngestConfig) -> Kind:
         _check_lines(data, name, config)
     elif kind.name == "eml":
         check_email(data, name, config)
+    elif kind.name == "rtf":
+        check_rtf(data, name)  # fields and links that include other files (ZIP kinds: in check_zip)
+    elif kind.name == "doc":
+        check_word97(data, name)
     return kind
 
 

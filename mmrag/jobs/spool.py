@@ -4,16 +4,18 @@ Layout (a folder under the data folder, or a volume shared by the API and the wo
 
     blobs/<sha256>                          uploaded bytes, keyed by content hash
     jobs/<job>/<file>/manifest.json         a Manifest: corpus, filename, document id, blob, metadata, spaces
-    jobs/<job>/<file>/b-1.source            the plan stage's Source: the upload converted once to PDF (or the
+    jobs/<job>/<file>/b-1.source.npz        the plan stage's Source: the upload converted once to PDF (or the
                                             image), its kind and facts; parse batches render from it
-    jobs/<job>/<file>/b<batch>.pages        a ParsedBatch: pages of one batch (text, words; no images)
-    jobs/<job>/<file>/b<batch>.images       rendered PNGs of those pages
-    jobs/<job>/<file>/b<batch>.points       vectors of those pages, ready to upsert
+    jobs/<job>/<file>/b<batch>.pages.npz    a ParsedBatch: pages of one batch (text, words; no images)
+    jobs/<job>/<file>/b<batch>.images.npz   rendered PNGs of those pages
+    jobs/<job>/<file>/b<batch>.points.npz   vectors of those pages, ready to upsert
     jobs/<job>/cancelled                    marker: workers skip the job's remaining work
 
 Every file is written to a temporary name and renamed, so a reader sees all of it or nothing,
-and re-running a stage just overwrites its output (idempotent). Stage outputs are pickles: the
-spool is private to the deployment (never exposed to uploads), like a Celery result backend.
+and re-running a stage just overwrites its output (idempotent). Stage outputs are data, never
+pickles (:mod:`mmrag.jobs.spool_codec`: JSON plus ``.npy`` arrays in one ``.npz``): reading one runs
+no code, so whoever could write the spool still could not make a worker run anything. The spool
+folder is 0700.
 Lifecycle: stateless; one instance per process.
 """
 
@@ -21,19 +23,21 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
 from mmrag.ingest.ids import sha256_hex
+from mmrag.jobs import spool_codec
 from mmrag.jobs.model import Manifest, ParsedBatch
+from mmrag.sqlite_db import private_folder
 
 
 class Spool:
     def __init__(self, root: Path) -> None:
         self.root = root
+        private_folder(root)
         (root / "blobs").mkdir(parents=True, exist_ok=True)
         (root / "jobs").mkdir(parents=True, exist_ok=True)
 
@@ -73,14 +77,17 @@ class Spool:
         value = self.get(job_id, file, batch, "pages")
         return value if isinstance(value, ParsedBatch) else ParsedBatch(**value)  # a dict: spooled before ParsedBatch
 
+    def _output(self, job_id: str, file: int, batch: int, kind: str) -> Path:
+        return self.file_dir(job_id, file) / f"b{batch}.{kind}.npz"
+
     def put(self, job_id: str, file: int, batch: int, kind: str, value: Any) -> None:
-        self._atomic(self.file_dir(job_id, file) / f"b{batch}.{kind}", pickle.dumps(value, protocol=5))
+        self._atomic(self._output(job_id, file, batch, kind), spool_codec.dumps(value))
 
     def get(self, job_id: str, file: int, batch: int, kind: str) -> Any:
-        return pickle.loads((self.file_dir(job_id, file) / f"b{batch}.{kind}").read_bytes())
+        return spool_codec.loads(self._output(job_id, file, batch, kind).read_bytes())
 
     def has(self, job_id: str, file: int, batch: int, kind: str) -> bool:
-        return (self.file_dir(job_id, file) / f"b{batch}.{kind}").exists()
+        return self._output(job_id, file, batch, kind).exists()
 
     def drop_file(self, job_id: str, file: int) -> None:
         shutil.rmtree(self.file_dir(job_id, file), ignore_errors=True)

@@ -16,7 +16,7 @@ import numpy as np
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
 from mmrag.errors import InvalidInput
-from mmrag.ingest.images import decode_image
+from mmrag.imaging import decode_query_image
 from mmrag.retrieve.documents import DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
@@ -92,8 +92,7 @@ class Retriever:
         data = request.image
         if request.image_page_id is not None:
             data = self.catalog.page_image(corpus, request.image_page_id)
-        image = None if data is None else decode_image(data, max_pixels=self.ingest.max_image_pixels,
-                                                       what="query image")
+        image = None if data is None else decode_query_image(data, max_pixels=self.config.max_query_image_pixels)
         return QueryInput(text=request.query.strip(), image=image)
 
     def options(self, request: SearchRequest, fit: Mapping[str, float] | None = None) -> PlanOptions:

@@ -122,7 +122,7 @@ def test_unknown_ids_and_bad_queries(client):
         ({"query": "x", "spaces": ["colpali"]}, 400, "not available"),
         ({"query": "x", "spaces": ["nonsense"]}, 422, "spaces"),
         ({"query": "", "image_base64": "!!!notbase64"}, 400, "base64"),
-        ({"query": "", "image_base64": "aGVsbG8="}, 422, "decoded"),
+        ({"query": "", "image_base64": "aGVsbG8="}, 400, "image queries need clip or colpali"),  # not decoded
     ]:
         r = client.post("/corpora/docs/search", json=body)
         assert r.status_code == status and words in r.json()["message"], (body, r.text)

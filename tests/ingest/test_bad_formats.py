@@ -16,7 +16,7 @@ from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.convert.libreoffice import libreoffice_pdf
-from mmrag.ingest.convert.sandbox import Limits, network_isolation, run_limited
+from mmrag.ingest.convert.sandbox import Limits, job_folder, network_isolation, run_converter, run_limited
 from mmrag.ingest.mail import email_attachments
 from mmrag.ingest.source import inspect_upload, prepare_source
 from mmrag.jobs.writer import Upload, with_attachments
@@ -106,9 +106,11 @@ def test_memory_limit_stops_a_converter(tmp_path):
         run_limited([sys.executable, "-c", "b = bytearray(1 << 31)"], Limits(30, 512 << 20), tmp_path)
 
 
-def test_no_network_inside_the_sandbox(tmp_path):
+@pytest.mark.parametrize("isolation", ["jail", "network"])
+def test_no_network_inside_the_sandbox(isolation):
     assert network_isolation(), "unshare -n should work here (root or user namespaces)"
-    proc = run_limited(["cat", "/proc/net/dev"], Limits(10, 1 << 30), tmp_path)
+    with job_folder(isolation) as folder:
+        proc = run_converter(["/bin/cat", "/proc/net/dev"], Limits(10, 1 << 30), folder, isolation)
     interfaces = {line.split(":")[0].strip() for line in proc.stdout.decode().splitlines()[2:]}
     assert interfaces == {"lo"}
 
@@ -133,8 +135,10 @@ def test_corrupt_office_file_is_reported_not_crashed():
     docx = formats_file("docx/word_sample.docx")
     from tests.ingest.office_fixtures import rezip
     broken = rezip(docx, {"word/document.xml": b"<w:document>this is not closed"})
+    with pytest.raises(CorruptDocument, match=r"word/document.xml is not XML its converter would read"):
+        prepare_source(broken, "broken.docx", CFG)  # refused by the checks now, before a converter runs
     with pytest.raises(CorruptDocument, match=r"could not be converted.*source file could not be loaded"):
-        prepare_source(broken, "broken.docx", CFG)
+        libreoffice_pdf(broken, "docx", CFG)  # and the converter reports it too
 
 
 def test_isolated_worker_runs_without_the_callers_path(tmp_path):

@@ -1,10 +1,23 @@
-"""Run a converter as untrusted work: its own process group, CPU and memory limits, a wall-clock
-limit that kills the whole group, a private temporary HOME, and no network where the kernel allows.
+"""Run a converter as untrusted work: a jail, CPU and memory limits, and a wall clock that kills it.
 
-No network: as root (or with unprivileged user namespaces) the command runs under ``unshare -n``
-in a network namespace of its own with no interfaces but a down loopback, so nothing it opens
-can reach a host. Where that is not possible the callers still never ask for remote content
-(HTML is stripped of remote URLs before conversion; LibreOffice runs with macros disabled).
+Isolation (``MMRAG_INGEST__CONVERT_ISOLATION``, docs/security.md):
+
+``jail`` (default)
+    bubblewrap (Debian ``bubblewrap``): a mount namespace whose root holds only what the converter
+    needs, read-only (``/usr``, fonts, LibreOffice's ``/etc`` and ``/var/lib`` folders, the Python
+    install and the PyMuPDF package, each named in :func:`jail_argv`), its own job folder
+    read-write (the input copy, the output, HOME, TMPDIR) and fresh ``/proc`` and ``/dev``; new
+    network, pid, ipc and uts namespaces; as uid 65534 with no capabilities when the service runs
+    as root. Nothing else of the host is there: not the data folder, not the spool, not other
+    tenants' files. Where bubblewrap cannot make the jail, conversion is refused (``Unavailable``,
+    503), never run with less.
+``network``
+    only a network namespace of its own (``unshare -n``, or ``-rn`` with user namespaces): the
+    converter reads whatever the service can read. Chosen explicitly, never by default.
+``none``
+    the limits alone. Chosen explicitly.
+
+Lifecycle: stateless; :func:`isolation_state` probes the host once per mode and process.
 """
 
 from __future__ import annotations
@@ -17,16 +30,24 @@ import resource
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from mmrag.errors import TooLarge
+from mmrag.errors import TooLarge, Unavailable
 
 log = logging.getLogger(__name__)
 
-
+Isolation = Literal["jail", "network", "none"]
+SETTING = "MMRAG_INGEST__CONVERT_ISOLATION"
+JAIL_UID = 65534  # "nobody": the converter's uid when the service runs as root
+INSIDE = Path("/job")  # the job folder as the jailed converter sees it
 _OUT_OF_MEMORY = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory")
+# what every jailed converter reads (when present on the host); the converter adds its own install
+SYSTEM_READS = ("/usr", "/etc/fonts", "/etc/ld.so.cache")
+_MERGED_USR = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,22 +57,192 @@ class Limits:
     what: str = "conversion"  # named in the error
 
 
-@functools.cache
-def network_isolation() -> list[str]:
-    """The prefix that runs a command without network (``unshare -n`` or ``unshare -rn``), or []."""
-    exe = shutil.which("unshare")
+@dataclass(frozen=True, slots=True)
+class IsolationState:
+    """What ``/health`` reports: the configured mode and whether this host can give it."""
+
+    mode: Isolation
+    in_force: bool  # False: conversions are refused (503) until the host allows the mode
+    detail: str  # how (bubblewrap version, uid) or why not
+
+    def as_dict(self) -> dict[str, object]:
+        return {"mode": self.mode, "in_force": self.in_force, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class JobFolder:
+    """A conversion's own folder: ``outside`` is where the service reads and writes it, ``inside`` the
+    path the converter is given (``/job`` in the jail)."""
+
+    outside: Path
+    inside: Path
+    root: Path  # the service-only parent (0700): the jail's passwd/group files live here
+    uid: int | None = None  # the converter's uid, which must own what it writes (None: the service's)
+
+    def put(self, name: str, data: bytes) -> Path:
+        """Write an input file; returns the path to give the converter."""
+        path = self.outside / name
+        path.write_bytes(data)
+        self.own(name)
+        return self.inside / name
+
+    def mkdir(self, name: str) -> Path:
+        (self.outside / name).mkdir(parents=True, exist_ok=True)
+        self.own(name)
+        return self.inside / name
+
+    def own(self, name: str) -> None:
+        """Give ``name`` (and what is under it) to the converter's uid."""
+        if self.uid is None:
+            return
+        top = self.outside / name
+        for path in [top, *(top.rglob("*") if top.is_dir() else [])]:
+            os.chown(path, self.uid, self.uid, follow_symlinks=False)
+
+    def read(self, name: str) -> bytes | None:
+        """An output file, or None when the converter made none (a regular file only: no links)."""
+        path = self.outside / name
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_bytes()
+
+
+def _jail_uid() -> int | None:
+    return JAIL_UID if os.geteuid() == 0 else None
+
+
+@contextlib.contextmanager
+def job_folder(isolation: Isolation, parent: Path | None = None, prefix: str = "mmrag-conv-") -> Iterator[JobFolder]:
+    """A fresh folder for one conversion under ``parent`` (MMRAG_INGEST__CONVERT_DIR, else the system
+    temp folder), removed afterwards."""
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=parent) as tmp:
+        root = Path(tmp)
+        outside = root / "job"
+        outside.mkdir(mode=0o700)
+        if isolation == "jail":
+            folder = JobFolder(outside, INSIDE, root, _jail_uid())
+            folder.own(".")
+            yield folder
+        else:
+            yield JobFolder(outside, outside, root)
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def jail_argv(folder: JobFolder, reads: Sequence[Path] = ()) -> list[str]:
+    """The bubblewrap prefix that runs a command in the jail of ``folder``: every read-only path is
+    named here (system paths that exist, then ``reads``); the job folder is the only writable one."""
+    exe = _bwrap()
     if exe is None:
-        return []
-    for prefix in ([exe, "-n"], [exe, "-rn"]):
+        raise Unavailable("bubblewrap (bwrap) is not installed")
+    argv = [exe, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session"]
+    uid = _jail_uid()
+    if uid is None:
+        argv.append("--unshare-user")  # unprivileged: a user namespace, the service's own uid inside
+    made: set[str] = {"/"}
+    for name in _MERGED_USR:  # /bin -> usr/bin on merged-/usr systems; real folders are bound
+        host = Path("/") / name
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), str(host)]
+            made.add(str(host))
+    bound: list[Path] = []
+    for path in [*(Path(p) for p in SYSTEM_READS), *(Path("/") / n for n in _MERGED_USR), *reads]:
+        if str(path) in made or not path.exists() or any(b == path or b in path.parents for b in bound):
+            continue  # absent, a symlink made above, or inside a folder already bound
+        argv += [*_parents(path, made), "--ro-bind", str(path), str(path)]
+        made.add(str(path))
+        bound.append(path)
+    argv += _identity(folder, uid if uid is not None else os.getuid(), made)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(folder.outside), str(INSIDE),
+             "--symlink", str(INSIDE / "tmp"), "/tmp", "--chdir", "/"]  # no relative paths: cwd is /
+    if uid is not None:  # root: keep only what setpriv needs to become uid 65534, which then drops all
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                 shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    return [*argv, "--"]
+
+
+def _parents(path: Path, made: set[str]) -> list[str]:
+    """``--dir`` for each missing ancestor, mode 0755 (bubblewrap as root would make them 0700)."""
+    out: list[str] = []
+    for parent in reversed(path.parents):
+        if str(parent) not in made:
+            out += ["--perms", "0755", "--dir", str(parent)]
+            made.add(str(parent))
+    return out
+
+
+def _identity(folder: JobFolder, uid: int, made: set[str]) -> list[str]:
+    """/etc/passwd and /etc/group naming only the converter's user (LibreOffice looks itself up)."""
+    (folder.root / "passwd").write_text(f"convert:x:{uid}:{uid}:converter:{INSIDE}:/usr/sbin/nologin\n")
+    (folder.root / "group").write_text(f"convert:x:{uid}:\n")
+    return [*_parents(Path("/etc/passwd"), made), "--ro-bind", str(folder.root / "passwd"), "/etc/passwd",
+            "--ro-bind", str(folder.root / "group"), "/etc/group"]
+
+
+@functools.cache
+def _network_prefix() -> tuple[str, ...]:
+    """``unshare -n`` (root) or ``unshare -rn`` (user namespaces), or () where neither works."""
+    exe = shutil.which("unshare")
+    for prefix in ([exe, "-n"], [exe, "-rn"]) if exe else []:
         try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return tuple(prefix)
         except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if ok:
-            return prefix
-    log.warning("unshare cannot create a network namespace here; converters run with the host network "
-                "(remote references are still stripped or never fetched)")
-    return []
+            continue
+    return ()
+
+
+def network_isolation() -> list[str]:
+    """The prefix that runs a command without network (``unshare -n`` or ``-rn``), or []."""
+    return list(_network_prefix())
+
+
+@functools.cache
+def isolation_state(mode: Isolation) -> IsolationState:
+    """Whether this host can give ``mode`` (probed once per process: a jail that runs ``true``)."""
+    if mode == "none":
+        return IsolationState(mode, True, "no isolation: converters run with the service's rights and network "
+                                          f"({SETTING}=none)")
+    if mode == "network":
+        prefix = _network_prefix()
+        return IsolationState(mode, bool(prefix), f"network namespace ({' '.join(prefix)}); converters see the "
+                                                  "service's files" if prefix else "unshare cannot make a network "
+                                                  "namespace here (no root, no user namespaces)")
+    exe = _bwrap()
+    if exe is None:
+        return IsolationState(mode, False, "bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    with job_folder("jail") as folder:
+        try:
+            proc = subprocess.run([*jail_argv(folder), "/usr/bin/true"], capture_output=True, timeout=30,
+                                  env={"PATH": "/usr/bin:/bin"})
+            ok, why = proc.returncode == 0, proc.stderr.decode(errors="replace").strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, why = False, str(exc)
+    if not ok:
+        return IsolationState(mode, False, f"bubblewrap cannot make the jail here: {why or 'unknown error'}")
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    uid = _jail_uid()
+    who = f"uid {uid}, no capabilities" if uid is not None else f"the service's uid {os.getuid()} in a user namespace"
+    return IsolationState(mode, True, f"{version or 'bubblewrap'} jail as {who}; no network; reads only the "
+                                      "converter's install and its own job folder")
+
+
+def require_isolation(mode: Isolation, what: str) -> None:
+    """Raise Unavailable (503) when ``mode`` cannot be given here, naming the setting that allows less."""
+    state = isolation_state(mode)
+    if state.in_force:
+        return
+    weaker = "network (a network namespace only) or none" if mode == "jail" else "none"
+    raise Unavailable(f"{what} is refused: the converter isolation {mode!r} cannot be made on this host "
+                      f"({state.detail}). Allow it (bubblewrap, user namespaces) or set {SETTING}={weaker} to "
+                      "accept a weaker isolation explicitly (docs/security.md)",
+                      detail={"setting": SETTING, "isolation": mode})
 
 
 def _limit(memory_bytes: int, cpu_s: int) -> tuple[list[str], Callable[[], None] | None]:
@@ -73,14 +264,19 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+# killed by its CPU limit or SIGKILL: directly (negative) or as bubblewrap reports a signalled child (128 + n)
+_KILLED = {-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU, 128 + signal.SIGKILL}
+
+
 def run_limited(argv: list[str], limits: Limits, workdir: Path,
                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run ``argv`` in ``workdir`` (also its HOME and TMPDIR). Raises TooLarge when the time limit
-    passes (the process group is killed), when it dies of its CPU limit, or runs out of memory."""
-    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "TMPDIR": str(workdir),
-                "LANG": "C.UTF-8", **(env or {})}
+    """Run ``argv`` in ``workdir`` (also its HOME and TMPDIR) under the limits, without isolation.
+    Raises TooLarge when the time limit passes (the process group is killed), when it dies of its
+    CPU limit, or runs out of memory."""
+    full_env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8",
+                **(env or {})}
     prefix, preexec = _limit(limits.memory_bytes, max(1, int(limits.timeout_s) + 1))
-    proc = subprocess.Popen([*prefix, *network_isolation(), *argv], cwd=workdir, env=full_env,
+    proc = subprocess.Popen([*prefix, *argv], cwd=workdir if workdir.is_dir() else None, env=full_env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=preexec)
     try:
@@ -93,10 +289,26 @@ def run_limited(argv: list[str], limits: Limits, workdir: Path,
         if proc.poll() is None:
             _kill_group(proc)
     _kill_group(proc)  # helpers it left behind in its group
-    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+    if proc.returncode in _KILLED:
         raise TooLarge(f"{limits.what} ran past its CPU time limit and was killed "
                        "(MMRAG_INGEST__CONVERT_TIMEOUT_S)", detail={"limit": "convert_timeout_s"})
     if proc.returncode != 0 and any(m in err for m in _OUT_OF_MEMORY):
         raise TooLarge(f"{limits.what} ran out of its memory limit of {limits.memory_bytes:,} bytes "
                        "(MMRAG_INGEST__CONVERT_MEMORY_BYTES)", detail={"limit": "convert_memory_bytes"})
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def run_converter(argv: list[str], limits: Limits, folder: JobFolder, isolation: Isolation,
+                  reads: Sequence[Path] = (), env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run a converter on ``folder`` with the isolation asked for (refused, 503, where it cannot be
+    given). ``reads``: the converter's own install, bound read-only into the jail."""
+    require_isolation(isolation, limits.what)
+    tmp = folder.mkdir("tmp")
+    home = {"HOME": str(folder.inside), "TMPDIR": str(tmp), **(env or {})}
+    if isolation == "jail":
+        prefix = jail_argv(folder, reads)
+    elif isolation == "network":
+        prefix = network_isolation()
+    else:
+        prefix = []
+    return run_limited([*prefix, *argv], limits, folder.outside, env=home)

@@ -1,8 +1,11 @@
-"""The conversion subprocess for kinds MuPDF lays out itself: ``python -m mmrag.ingest.convert.worker
-KIND IN OUT``. Runs under :func:`mmrag.ingest.convert.sandbox.run_limited` (limits, no network).
+"""The conversion subprocess for kinds MuPDF lays out itself: ``worker.py KIND IN OUT [PAGE_WIDTH]``.
 
-Text kinds become safe HTML first (:mod:`mmrag.ingest.convert.text_render`), laid out on Letter pages;
-EPUB/DOCX/PPTX/XLSX are opened by MuPDF's own readers. The result is written as a PDF.
+Runs in the converter jail (:func:`mmrag.ingest.convert.sandbox.run_converter`), where nothing of
+mmrag is installed: this file imports PyMuPDF and the standard library only, and the jail holds
+just this file, the PyMuPDF package and the Python install. Text kinds arrive as safe HTML, made by
+the service (:mod:`mmrag.ingest.convert.text_render`), and are laid out on Letter pages (or as wide
+as ``PAGE_WIDTH`` points); EPUB/DOCX/PPTX/XLSX are opened by MuPDF's own readers. The result is
+written as a PDF.
 """
 
 from __future__ import annotations
@@ -12,22 +15,15 @@ from pathlib import Path
 
 import pymupdf
 
-from mmrag.ingest.convert.text_render import csv_page_width, render_html
-from mmrag.ingest.sniff import decode_text
-
-TEXT_KINDS = frozenset({"md", "txt", "csv", "tsv", "html"})
-MUPDF_KINDS = {"epub": "epub", "docx": "docx", "docm": "docx", "pptx": "pptx", "xlsx": "xlsx", "xlsm": "xlsx"}
+MUPDF_KINDS = {"html": "html", "epub": "epub", "docx": "docx", "docm": "docx", "pptx": "pptx", "xlsx": "xlsx",
+               "xlsm": "xlsx"}
 
 
-def to_pdf(data: bytes, kind: str) -> bytes:
+def to_pdf(data: bytes, kind: str, width: float | None = None) -> bytes:
     page = pymupdf.paper_rect("letter")
-    if kind in TEXT_KINDS:
-        text = decode_text(data)
-        doc = pymupdf.open(stream=render_html(text, kind).encode(), filetype="html")
-        if kind in ("csv", "tsv"):
-            page = pymupdf.Rect(0, 0, csv_page_width(text, kind), page.height)
-    else:
-        doc = pymupdf.open(stream=data, filetype=MUPDF_KINDS[kind])
+    if width:
+        page = pymupdf.Rect(0, 0, width, page.height)
+    doc = pymupdf.open(stream=data, filetype=MUPDF_KINDS[kind])
     try:
         if doc.is_reflowable:
             doc.layout(rect=page)
@@ -39,8 +35,8 @@ def to_pdf(data: bytes, kind: str) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    kind, src, dst = argv
-    Path(dst).write_bytes(to_pdf(Path(src).read_bytes(), kind))
+    kind, src, dst, *width = argv
+    Path(dst).write_bytes(to_pdf(Path(src).read_bytes(), kind, float(width[0]) if width else None))
     return 0
 
 
