@@ -76,8 +76,13 @@ class IngestConfig(BaseModel):
     """Also store every page's PNG as a file (the layout before pages were rendered on demand from the kept
     PDF); the page store then keeps no PDF. For comparison (bench/storage.py) or when disk is cheaper than CPU."""
     tables: bool = True
-    """Find tables on PDF pages (PyMuPDF find_tables) and write them into the text layer as rows that keep
-    each cell with its column header."""
+    """Find tables on PDF pages (numeric columns from the words; ruled grids with PyMuPDF's line finder,
+    no layout model: mmrag/ingest/tables.py) and write them into the text layer as rows that keep each
+    cell with its row and column labels."""
+    table_rows: Literal["header", "labelled"] = "header"
+    """How a table is written into the text layer: ``header``, its column labels once as a header line,
+    then each row once; ``labelled``, every value preceded by its column label (measured in
+    docs/benchmarks.md)."""
 
 
 class EmbedConfig(BaseModel):

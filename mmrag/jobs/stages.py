@@ -28,7 +28,7 @@ from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.source import Source, prepare_source
 from mmrag.jobs.embedding import embed_pages
 from mmrag.jobs.model import Failed, ParsedBatch, Planned, StageTimings, Work
-from mmrag.jobs.pages import parse_pages, split_images
+from mmrag.jobs.pages import needs_images, parse_pages, split_images, stage_timings
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
 from mmrag.types import Document
@@ -93,12 +93,14 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     source: Source = ctx.spool.get(work.job_id, work.file, SOURCE_BATCH, "source")
     data = source.pdf or ctx.spool.blob(m.blob)  # pages render from the converted PDF, if there is one
     first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
-    _, pages = parse_pages(data, m.document_id, m.filename, ctx.ingest, first, last)
+    _, pages = parse_pages(data, m.document_id, m.filename, ctx.ingest, first, last,
+                           images=needs_images(m.spaces, ctx.ingest))
     media_type = source.media_type
     meta, images = split_images(pages)
     ctx.spool.put(work.job_id, work.file, work.batch, "images", images)
     ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(media_type, meta))
-    return [Work("embed", work.job_id, work.file, work.batch, StageTimings({"parse": time.perf_counter() - t0}))]
+    timings = {"parse": time.perf_counter() - t0, **stage_timings(pages)}
+    return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
 def batch_document(spool: Spool, work: Work, with_images: bool) -> Document:
@@ -124,7 +126,7 @@ def embed(ctx: StageContext, work: Work) -> list[Work]:
         ctx.spaces[s].needs_image for s in m.spaces if s in ctx.spaces))
     points = embed_pages(doc, ctx.spaces, m.spaces, ctx.ingest, m.corpus_config)
     ctx.spool.put(work.job_id, work.file, work.batch, "points", points)
-    timings = {**work.timings, "embed": time.perf_counter() - t0}
+    timings = {**work.timings, **doc.timings, "embed": time.perf_counter() - t0}  # doc.timings: embed_<space>
     return [Work("write", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
