@@ -186,6 +186,12 @@ class JobsConfig(BaseModel):
     """Embedded runner: threads that decode, render and OCR."""
     embed_workers: int = Field(1, ge=1, le=16)
     """Embedded runner: threads that embed (each calls the embedder or the embedding service)."""
+    parse_ahead: int = Field(2, ge=0, le=1000)
+    """Page batches of a file parsed ahead of the one being embedded: parse of batch n+1 overlaps the
+    embedding of batch n, and the spool holds at most this many parsed batches waiting (both runners)."""
+    embed_threads: int = Field(0, ge=0, le=256)
+    """torch intra-op threads of a process that embeds in-process (the embedded runner, ``mmrag worker
+    gpu|all``); 0: torch's own default (one per core). Measured in docs/benchmarks.md (bench.ingest)."""
     max_retries: int = Field(4, ge=0, le=50)
     """Retries of a stage on a transient error (service unavailable, overloaded, I/O)."""
     retry_backoff_s: float = Field(1.0, gt=0)
