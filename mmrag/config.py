@@ -79,10 +79,11 @@ class IngestConfig(BaseModel):
     """Find tables on PDF pages (numeric columns from the words; ruled grids with PyMuPDF's line finder,
     no layout model: mmrag/ingest/tables.py) and write them into the text layer as rows that keep each
     cell with its row and column labels."""
-    table_rows: Literal["header", "labelled"] = "header"
+    table_rows: Literal["chunk-header", "header", "labelled"] = "header"
     """How a table is written into the text layer: ``header``, its column labels once as a header line,
-    then each row once; ``labelled``, every value preceded by its column label (measured in
-    docs/benchmarks.md)."""
+    then each row once; ``chunk-header``, the same text, and a text chunk that starts inside a table is
+    embedded (dense space) after the table's header line; ``labelled``, every value preceded by its column
+    label (measured in docs/benchmarks.md)."""
 
 
 class EmbedConfig(BaseModel):
@@ -258,6 +259,10 @@ class CorpusConfig(BaseModel):
     """CLIP/SigLIP spec used for this corpus (recorded at creation)."""
     colpali_model: str | None = None
     """ColPali-family spec used for this corpus (recorded at creation)."""
+    text_datatype: Literal["float32", "float16"] = "float16"
+    """How the dense text space's chunk vectors are stored: ``float16`` halves their bytes (the largest part
+    of the vector store) with retrieval measured unchanged (docs/benchmarks.md, bench/storage.py); corpora
+    created before this option hold ``float32``."""
     pool_factor: int = Field(1, ge=1, le=16)
     """Hierarchical token pooling factor for stored ColPali multi-vectors (1 = no pooling)."""
     prefetch_quantization: Literal["none", "binary", "scalar"] = "none"

@@ -81,6 +81,7 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
                 source, image = TextSource.OCR, upright(image, rotation)
             page = _page(doc_id, rendered.number, image, words, source, rendered.timings, rendered.size)
             page.context, page.table_header = sections.get(rendered.number, []), rendered.continued
+            page.tables = rendered.tables if source is TextSource.LAYER else []
             page.timings["sections"] = sections_s / len(sections) if sections else 0.0
             pages.append(page)
         return pages

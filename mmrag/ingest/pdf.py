@@ -14,7 +14,7 @@ from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest.table_grid import RawWord
 from mmrag.ingest.tables import read_tables
-from mmrag.types import Word
+from mmrag.types import TableSpan, Word
 
 
 @dataclass(slots=True)
@@ -26,6 +26,7 @@ class RenderedPage:
     timings: dict[str, float]
     table_labels: list[str] | None = None  # column labels of its last table, if it runs to the page's foot
     continued: list[str] = field(default_factory=list)  # labels its first table took from the previous page
+    tables: list[TableSpan] = field(default_factory=list)  # where its tables' rows are in ``words``
 
 
 def open_pdf(data: bytes, config: IngestConfig) -> pymupdf.Document:
@@ -122,7 +123,7 @@ def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
     except Exception as exc:
         raise CorruptDocument(f"page {number} of the PDF cannot be rendered ({exc})") from exc
     return RenderedPage(number, rendered, size, words, timings, tables.last_labels if tables else None,
-                        tables.continued if tables else [])
+                        tables.continued if tables else [], tables.spans if tables else [])
 
 
 def table_labels_before(doc: pymupdf.Document, first: int, config: IngestConfig) -> list[str] | None:

@@ -13,6 +13,10 @@ place of the table's own words:
       | | Three Months Ended June 25, 2022 | Three Months Ended June 26, 2021 |
       | Total net sales | 82,959 | 81,434 |
 
+- ``chunk-header``: written as ``header``; in addition, a text chunk that starts inside a table (past
+  its header line) is embedded after that header line (:func:`mmrag.ingest.chunking.table_headers`),
+  so the dense space sees every row with its column labels without the page text repeating them;
+
 - ``labelled``: every value carries its column label (the labels repeat in every row)::
 
       | Total net sales | Three Months Ended June 25, 2022: 82,959 | Three Months Ended June 26, 2021: 81,434 |
@@ -34,9 +38,9 @@ import pymupdf
 
 from mmrag.ingest.table_grid import Box, GridTable, Phrase, RawWord, find_grid_tables
 from mmrag.ingest.table_ruled import ruled_tables
-from mmrag.types import BBox, Word
+from mmrag.types import BBox, TableSpan, Word
 
-TableRows = Literal["header", "labelled"]
+TableRows = Literal["chunk-header", "header", "labelled"]
 _JOIN_NEXT = {"$", "€", "£", "¥", "("}
 _JOIN_PREV = {"%", ")", "%)"}
 _EDGE_WORDS = 15  # words between a table and the page's top / foot that leave it "at the edge" (header, footer)
@@ -76,7 +80,7 @@ def _rows(table: GridTable, labels: list[str], how: TableRows) -> list[list[_Cel
     """The table as rows of cells, written as ``how`` says (a ``labelled`` value cell is preceded by a
     ``"<label>:"`` cell boxed by where the label is printed)."""
     rows: list[list[_Cell]] = []
-    if how == "header" and any(labels):
+    if how != "labelled" and any(labels):
         rows.append([_Cell(label, box or table.bbox) for label, box in zip(labels, _label_boxes(table, labels),
                                                                                strict=True)])
     for r in table.rows:
@@ -118,8 +122,11 @@ class PageTables:
     words: list[Word]
     last_labels: list[str] | None  # column labels of the page's last table when it runs to the page's foot
     continued: list[str]  # labels the page's first table took from the previous page's last table ([]: none)
-    tables: int = 0  # tables found on the page
-    timings: dict[str, float] = field(default_factory=dict)
+    spans: list[TableSpan] = field(default_factory=list)  # where each table's rows are in ``words``
+
+    @property
+    def tables(self) -> int:
+        return len(self.spans)
 
 
 def _words_beyond(raw: list[RawWord], bbox: Box, above: bool) -> int:
@@ -157,6 +164,7 @@ def read_tables(page: pymupdf.Page, raw: list[RawWord], words: list[Word], inher
         return PageTables(words, None, [])
     size = (page.rect.width, page.rect.height)
     replaced: dict[int, list[Word]] = {}
+    headers: dict[int, str] = {}
     dropped: set[int] = set()
     continued: list[str] = []
     last: list[str] | None = None
@@ -174,13 +182,15 @@ def read_tables(page: pymupdf.Page, raw: list[RawWord], words: list[Word], inher
         taken.update(members)
         dropped.update(members)
         replaced[members[0]] = [w for row in rows for w in _row_words(row, page.rotation_matrix, size)]
+        headers[members[0]] = " | ".join(label for label in labels if label)
         last = labels
     at_foot = last is not None and _words_beyond(raw, tables[-1].bbox, above=False) <= _EDGE_WORDS
     out: list[Word] = []
+    spans: list[TableSpan] = []
     for k, w in enumerate(words):
         if k in replaced:
+            spans.append(TableSpan(len(out), len(out) + len(replaced[k]), headers[k]))
             out.extend(replaced[k])
         if k not in dropped:
             out.append(w)
-    return PageTables(out, last if at_foot and last is not None and any(last[1:]) else None, continued,
-                      len(replaced))
+    return PageTables(out, last if at_foot and last is not None and any(last[1:]) else None, continued, spans)

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
 
+from mmrag.config import IngestConfig
+from mmrag.ingest.parse import parse_pdf
 from mmrag.ingest.pdf import page_text
 from mmrag.ingest.table_grid import find_grid_tables
 from mmrag.ingest.table_ruled import crossings, ruled_region
 from mmrag.ingest.tables import find_tables, read_tables
+from mmrag.jobs.embedding import page_inputs
+from mmrag.spaces.text import TextDenseSpace
+from mmrag.types import Document
 from tests.conftest import CORPUS
 
 SHARED = CORPUS.parent
@@ -109,3 +115,39 @@ def test_a_two_column_page_keeps_the_prose_beside_its_table_out_of_it() -> None:
     assert _cell(table, "Asset management, administration and commissions",
                  "Three months ended March 31, 2021") == "5,029"  # a row label over two lines
     assert not any("higher" in c.text for r in table.rows for c in r if c is not None)
+
+
+class _Recording:
+    """An embedder stand-in that records what it is asked to embed."""
+
+    dim = 8
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_many(self, texts: list[str], kind: str = "document") -> list[np.ndarray]:
+        self.texts.extend(texts)
+        return [np.ones(self.dim, dtype=np.float32) for _ in texts]
+
+
+@pytest.mark.parametrize("how", ["chunk-header", "header"])
+def test_chunks_inside_a_long_table_are_embedded_after_its_header_line(how: str) -> None:
+    data = (FILINGS / "3M_2018_10K.pdf").read_bytes()
+    config = IngestConfig(table_rows=how)
+    [page] = parse_pdf(data, "d" * 32, config, 58, 58, images=False)  # the balance sheet: ~4 chunks of rows
+    [span] = page.tables
+    assert span.header == "(Dollars in millions, except per share amount) | December 31, 2018 | December 31, 2017"
+    assert " ".join(w.text for w in page.words[span.start:span.end]).startswith(
+        "| (Dollars in millions, except per share amount) | December 31, 2018 | December 31, 2017 |")
+    doc = Document(id="d" * 32, filename="3M_2018_10K.pdf", media_type="application/pdf", size_bytes=len(data),
+                   pages=[page])
+    embedder = _Recording()
+    space = TextDenseSpace(embedder)  # type: ignore[arg-type]
+    inputs = page_inputs(doc, [space], config)
+    space.page_vectors(inputs)
+    chunks = inputs[0].chunks
+    assert len(chunks) >= 3 and len(embedder.texts) == len(chunks)
+    for text, chunk in zip(embedder.texts[1:], chunks[1:], strict=True):  # chunks 2.. start inside the table
+        expected = f"{span.header}\n{chunk.text}" if how == "chunk-header" else chunk.text
+        assert text == expected
+    assert embedder.texts[0] == chunks[0].text  # the first chunk holds the header line itself
