@@ -190,6 +190,10 @@ class JobsConfig(BaseModel):
     parse_ahead: int = Field(2, ge=0, le=1000)
     """Page batches of a file parsed ahead of the one being embedded: parse of batch n+1 overlaps the
     embedding of batch n, and the spool holds at most this many parsed batches waiting (both runners)."""
+    parse_nice: int = Field(0, ge=0, le=19)
+    """Embedded runner: the niceness the parse threads (and the OCR processes they start) run at; >0 lets
+    the embed thread, the pipeline's bottleneck on a CPU box, take the cores first. Measured in
+    docs/benchmarks.md (bench.pipeline)."""
     embed_threads: int = Field(0, ge=0, le=256)
     """torch intra-op threads of a process that embeds in-process (the embedded runner, ``mmrag worker
     gpu|all``); 0: torch's own default (one per core). Measured in docs/benchmarks.md (bench.ingest)."""

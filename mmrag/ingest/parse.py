@@ -64,7 +64,8 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
               images: bool = True) -> list[Page]:
     """Pages ``first..last`` (1-based, inclusive; default all): text layer, OCR when unusable, and (if
     ``images``) the render; each with its context (section path, the header of a table it continues:
-    :mod:`mmrag.ingest.page_context`). OCRed pages are always rendered (their image is the text's source)."""
+    :mod:`mmrag.ingest.page_context`). OCRed pages are always rendered (their image is the text's source);
+    a page with neither images nor vector drawings is not OCRed (nothing there to read: a blank page)."""
     doc = pdf.open_pdf(data, config)
     try:
         pages = []
@@ -73,7 +74,7 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
         sections_s = time.perf_counter() - t0
         for rendered in pdf.render_pages(doc, config, first, last, images):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
-            if not _usable(words, config.min_text_chars) and config.ocr:
+            if not _usable(words, config.min_text_chars) and config.ocr and pdf.has_marks(doc, rendered.number):
                 if image is None:
                     image = pdf.render_image(doc.load_page(rendered.number - 1), config)
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)

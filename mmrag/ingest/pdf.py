@@ -147,6 +147,13 @@ def render_pages(doc: pymupdf.Document, config: IngestConfig, first: int = 1,
         yield rendered
 
 
+def has_marks(doc: pymupdf.Document, number: int) -> bool:
+    """Whether page ``number`` shows anything but its text layer: an image or a vector drawing (what OCR
+    could read). A blank page has neither."""
+    page = doc.load_page(number - 1)
+    return bool(page.get_images(full=False)) or bool(page.get_cdrawings())
+
+
 def render_for_ocr(doc: pymupdf.Document, number: int, config: IngestConfig) -> Image.Image:
     """A higher-resolution render of one page for Tesseract (still under the pixel cap)."""
     page = doc.load_page(number - 1)

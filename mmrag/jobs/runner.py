@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import queue
 import threading
 import time
@@ -121,6 +122,8 @@ class LocalRunner:
 
     # workers -------------------------------------------------------------------------
     def _loop(self, name: str) -> None:
+        if name == "cpu" and self.config.parse_nice and hasattr(os, "setpriority"):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.config.parse_nice)  # this thread only
         q = self.queues[name]
         while True:
             work = q.get()

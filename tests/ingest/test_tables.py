@@ -151,3 +151,4 @@ def test_chunks_inside_a_long_table_are_embedded_after_its_header_line(how: str)
         expected = f"{span.header}\n{chunk.text}" if how == "chunk-header" else chunk.text
         assert text == expected
     assert embedder.texts[0] == chunks[0].text  # the first chunk holds the header line itself
+
