@@ -1,5 +1,7 @@
-"""Storage per source byte and ingest speed: page images rendered on demand from the kept PDF
-(default) vs every page's PNG stored as a file (``keep_page_files``, the previous layout).
+"""Storage per source byte and ingest speed: the default (page images rendered on demand from the kept
+PDF, text chunk vectors stored as float16, no write-ahead log in the embedded engine) vs every page's
+PNG stored as a file (``keep_page_files``, the layout before) and vs text vectors stored as float32
+(``CorpusConfig.text_datatype``, the precision before).
 
 Each round ingests the same PDFs (``--corpus``, default the docling and sec-10q PDFs of
 ../shared/corpus, ``--limit`` files) through the job pipeline (MiniLM text + BM25, the default
@@ -10,7 +12,7 @@ compact ``b16`` form vs the JSON it replaced (same words, computed from the cata
 
     python -m bench.storage [--rounds 5] [--limit 13]
 
-ends with ``RESULT ratio_render=.. ratio_files=.. pages_per_s_render=.. pages_per_s_files=.. ...``.
+ends with ``RESULT ratio_render=.. ratio_files=.. ratio_float32=.. pages_per_s_render=.. ...``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 from bench._stats import interval, machine_line, result_line, verdict
-from mmrag.config import Settings
+from mmrag.config import CorpusConfig, Settings
 from mmrag.embed.base import load_embedder
 from mmrag.ingest.word_boxes import unpack_words
 from mmrag.jobs.writer import Upload
@@ -36,15 +38,18 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-def one_run(files: list[Path], keep_files: bool, minilm: object) -> dict[str, float]:
+ARMS = ("render", "files", "float32")  # the default; every page's PNG kept; text vectors stored as float32
+
+
+def one_run(files: list[Path], arm: str, minilm: object) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mmrag-storage-") as tmp:
         settings = Settings(data_dir=Path(tmp) / "data")
         settings.embed.clip_model = settings.embed.colpali_model = None
         settings.vlm.backend = "none"
-        settings.ingest.keep_page_files = keep_files
+        settings.ingest.keep_page_files = arm == "files"
         pipeline = build_pipeline(settings, embedders={"text": minilm})  # type: ignore[dict-item]
         try:
-            pipeline.create_corpus("c")
+            pipeline.create_corpus("c", CorpusConfig(text_datatype="float32") if arm == "float32" else None)
             uploads = [Upload(p.name, p.read_bytes(), {}) for p in files]
             t0 = time.perf_counter()
             job = pipeline.ingest_uploads("c", uploads)
@@ -77,10 +82,10 @@ def main() -> None:
     source = sum(p.stat().st_size for p in files)
     minilm = load_embedder("st:sentence-transformers/all-MiniLM-L6-v2")
     print(machine_line(), f"| {len(files)} PDFs, {source:,} bytes", flush=True)
-    runs: dict[str, list[dict[str, float]]] = {"render": [], "files": []}
+    runs: dict[str, list[dict[str, float]]] = {arm: [] for arm in ARMS}
     for r in range(args.rounds):
-        for arm in (["render", "files"] if r % 2 == 0 else ["files", "render"]):
-            runs[arm].append(one_run(files, arm == "files", minilm))
+        for arm in (ARMS if r % 2 == 0 else ARMS[::-1]):
+            runs[arm].append(one_run(files, arm, minilm))
             x = runs[arm][-1]
             print(f"round {r + 1} {arm}: {x['pages']} pages {x['seconds']:.1f} s ratio {x['data'] / source:.2f} "
                   f"(pages {x['pages_dir']:,} sources {x['sources_dir']:,} catalog {x['catalog']:,}) "

@@ -84,8 +84,14 @@ class IngestConfig(BaseModel):
     """Also store every page's PNG as a file (the layout before pages were rendered on demand from the kept
     PDF); the page store then keeps no PDF. For comparison (bench/storage.py) or when disk is cheaper than CPU."""
     tables: bool = True
-    """Find tables on PDF pages (PyMuPDF find_tables) and write them into the text layer as rows that keep
-    each cell with its column header."""
+    """Find tables on PDF pages (numeric columns from the words; ruled grids with PyMuPDF's line finder,
+    no layout model: mmrag/ingest/tables.py) and write them into the text layer as rows that keep each
+    cell with its row and column labels."""
+    table_rows: Literal["chunk-header", "header", "labelled"] = "header"
+    """How a table is written into the text layer: ``header``, its column labels once as a header line,
+    then each row once; ``chunk-header``, the same text, and a text chunk that starts inside a table is
+    embedded (dense space) after the table's header line; ``labelled``, every value preceded by its column
+    label (measured in docs/benchmarks.md)."""
 
 
 class EmbedConfig(BaseModel):
@@ -200,6 +206,16 @@ class JobsConfig(BaseModel):
     """Embedded runner: threads that decode, render and OCR."""
     embed_workers: int = Field(1, ge=1, le=16)
     """Embedded runner: threads that embed (each calls the embedder or the embedding service)."""
+    parse_ahead: int = Field(2, ge=0, le=1000)
+    """Page batches of a file parsed ahead of the one being embedded: parse of batch n+1 overlaps the
+    embedding of batch n, and the spool holds at most this many parsed batches waiting (both runners)."""
+    parse_nice: int = Field(0, ge=0, le=19)
+    """Embedded runner: the niceness the parse threads (and the OCR processes they start) run at; >0 lets
+    the embed thread, the pipeline's bottleneck on a CPU box, take the cores first. Measured in
+    docs/benchmarks.md (bench.pipeline)."""
+    embed_threads: int = Field(0, ge=0, le=256)
+    """torch intra-op threads of a process that embeds in-process (the embedded runner, ``mmrag worker
+    gpu|all``); 0: torch's own default (one per core). Measured in docs/benchmarks.md (bench.ingest)."""
     max_retries: int = Field(4, ge=0, le=50)
     """Retries of a stage on a transient error (service unavailable, overloaded, I/O)."""
     retry_backoff_s: float = Field(1.0, gt=0)
@@ -266,6 +282,10 @@ class CorpusConfig(BaseModel):
     """CLIP/SigLIP spec used for this corpus (recorded at creation)."""
     colpali_model: str | None = None
     """ColPali-family spec used for this corpus (recorded at creation)."""
+    text_datatype: Literal["float32", "float16"] = "float16"
+    """How the dense text space's chunk vectors are stored: ``float16`` halves their bytes (the largest part
+    of the vector store) with retrieval measured unchanged (docs/benchmarks.md, bench/storage.py); corpora
+    created before this option hold ``float32``."""
     pool_factor: int = Field(1, ge=1, le=16)
     """Hierarchical token pooling factor for stored ColPali multi-vectors (1 = no pooling)."""
     prefetch_quantization: Literal["none", "binary", "scalar"] = "none"

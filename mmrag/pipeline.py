@@ -363,7 +363,8 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:
     """What the worker stages (plan, parse, embed) need; ``spaces`` None: this process does not embed."""
-    return StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces)
+    return StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces,
+                        settings.jobs.parse_ahead)
 
 
 def build_worker_context(settings: Settings, *, embeds: bool) -> StageContext:

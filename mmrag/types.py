@@ -44,6 +44,15 @@ class Word:
     confidence: float | None = None  # OCR confidence 0..100; None for a text layer
 
 
+@dataclass(frozen=True, slots=True)
+class TableSpan:
+    """Where a table's rows are in a page's words, and its column labels (mmrag.ingest.tables)."""
+
+    start: int  # index of the table's first word in Page.words
+    end: int  # one past its last word
+    header: str  # the column labels as one line ("Three Months Ended June 25, 2022 | ..."); "" when none
+
+
 @dataclass(slots=True)
 class Page:
     """One page of a document (a PDF page or a whole image)."""
@@ -61,6 +70,7 @@ class Page:
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     context: list[str] = field(default_factory=list)  # section path: headings in force, outermost first
     table_header: list[str] = field(default_factory=list)  # column labels of a table continued from the page before
+    tables: list[TableSpan] = field(default_factory=list)  # its tables' rows in ``words`` (for embedding; not stored)
 
 
 @dataclass(slots=True)

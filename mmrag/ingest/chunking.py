@@ -39,6 +39,16 @@ def chunk_page(page: Page, size: int, overlap: int) -> list[Chunk]:
     return chunks
 
 
+def table_headers(page: Page, size: int, overlap: int) -> list[str]:
+    """For each chunk of :func:`chunk_page` (same spans), the header line of the table it starts inside
+    of, past that header (its rows would be embedded without their column labels); "" for the others."""
+    out = []
+    for start, _ in chunk_spans(len(page.words), size, overlap):
+        inside = [t.header for t in page.tables if t.start < start < t.end and t.header]
+        out.append(inside[0] if inside else "")
+    return out
+
+
 def document_label(metadata: Mapping[str, Any], filename: str) -> str:
     """A document's short label from its facts (``metadata["doc"]``, set at ingestion): title · main
     entity · main period (``Form 10-Q · Apple Inc. · June 25, 2022``); the file name when it has no title."""

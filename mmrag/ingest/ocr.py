@@ -3,12 +3,16 @@
 Orientation detection (``--psm 0``) runs first; a page scanned at 90/180/270 degrees is
 turned upright before it is read, and the caller gets the angle so that the stored page
 image is turned the same way (boxes are normalised to the upright image).
+
+Tesseract runs on one thread (``OMP_THREAD_LIMIT=1``): its OpenMP threads spin against the embedder's
+torch threads on a small CPU box, and a page at a time gains little from them (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -32,7 +36,8 @@ def _tesseract(img: Image.Image, args: list[str], timeout_s: float) -> subproces
     with tempfile.TemporaryDirectory(prefix="mmrag-ocr-") as tmp:
         path = Path(tmp) / "page.png"
         img.save(path, format="PNG", compress_level=1)
-        return subprocess.run([exe, str(path), "-", *args], capture_output=True, timeout=timeout_s, check=False)
+        return subprocess.run([exe, str(path), "-", *args], capture_output=True, timeout=timeout_s, check=False,
+                              env={**os.environ, "OMP_THREAD_LIMIT": "1"})
 
 
 def detect_rotation(img: Image.Image, *, min_confidence: float = 1.0, timeout_s: float = 60.0) -> int:

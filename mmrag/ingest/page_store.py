@@ -8,7 +8,7 @@ Layout under a corpus folder::
                                (turned upright), image uploads, and corpora ingested before
 
 A page image is rendered again from the kept PDF with the parameters recorded at ingest, by the
-same function (:func:`mmrag.ingest.pdf.render_page`) that rendered it for the embedders, so the
+same function (:func:`mmrag.ingest.pdf.render_image`) that renders it for the embedders, so the
 page store, the visual embedders and the VLM see the same pixels. Rendered PNGs are kept in a
 bounded in-memory LRU cache (``cache_bytes``).
 
@@ -99,7 +99,7 @@ class PageImageStore:
         spec = json.loads(stem.with_suffix(".json").read_text())
         config = IngestConfig(dpi=spec["dpi"], max_page_pixels=spec["max_page_pixels"], tables=False)
         with pymupdf.open(stem.with_suffix(".pdf")) as doc:
-            return encode_png(pdf.render_page(doc, number, config).image)
+            return encode_png(pdf.render_image(doc.load_page(number - 1), config))
 
     def delete(self, corpus_dir: Path, document_id: str, page_ids: list[str]) -> None:
         for pid in page_ids:

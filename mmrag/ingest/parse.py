@@ -32,14 +32,20 @@ def _usable(words: list[Word], min_chars: int) -> bool:
     return sum(len(w.text.strip()) for w in words) >= min_chars
 
 
-def _page(doc_id: str, number: int, image: Image.Image, words: list[Word], source: TextSource,
-          timings: dict[str, float]) -> Page:
-    t0 = time.perf_counter()
-    png = encode_png(image)
-    timings["encode_png"] = time.perf_counter() - t0
+def _page(doc_id: str, number: int, image: Image.Image | None, words: list[Word], source: TextSource,
+          timings: dict[str, float], size: tuple[int, int] | None = None) -> Page:
+    """A page; without ``image`` (not rendered at ingest: no space needs its pixels) it has no PNG and an
+    empty ``image_hash``, and ``size`` is the pixel size its render has (rendered on demand)."""
+    png = None
+    if image is not None:
+        t0 = time.perf_counter()
+        png = encode_png(image)
+        timings["encode_png"] = time.perf_counter() - t0
+        size = image.size
+    width, height = size or (0, 0)
     return Page(
-        id=page_id(doc_id, number), document_id=doc_id, number=number, width=image.width,
-        height=image.height, image_hash=hashlib.sha256(png).hexdigest(),
+        id=page_id(doc_id, number), document_id=doc_id, number=number, width=width, height=height,
+        image_hash=hashlib.sha256(png).hexdigest() if png is not None else "",
         text=" ".join(w.text for w in words), words=words,
         text_source=source if words else TextSource.NONE, image_png=png, timings=timings,
     )
@@ -54,23 +60,29 @@ def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) ->
     return words, rotation
 
 
-def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None) -> list[Page]:
-    """Pages ``first..last`` (1-based, inclusive; default all): render, text layer, OCR when unusable;
-    each with its context (section path, the header of a table it continues: :mod:`mmrag.ingest.page_context`)."""
+def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
+              images: bool = True) -> list[Page]:
+    """Pages ``first..last`` (1-based, inclusive; default all): text layer, OCR when unusable, and (if
+    ``images``) the render; each with its context (section path, the header of a table it continues:
+    :mod:`mmrag.ingest.page_context`). OCRed pages are always rendered (their image is the text's source);
+    a page with neither images nor vector drawings is not OCRed (nothing there to read: a blank page)."""
     doc = pdf.open_pdf(data, config)
     try:
         pages = []
         t0 = time.perf_counter()
         sections = section_paths(doc, first, last or doc.page_count)
         sections_s = time.perf_counter() - t0
-        for rendered in pdf.render_pages(doc, config, first, last):
+        for rendered in pdf.render_pages(doc, config, first, last, images):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
-            if not _usable(words, config.min_text_chars) and config.ocr:
+            if not _usable(words, config.min_text_chars) and config.ocr and pdf.has_marks(doc, rendered.number):
+                if image is None:
+                    image = pdf.render_image(doc.load_page(rendered.number - 1), config)
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)
                 words, rotation = _ocr(hi_res, config, rendered.timings)
                 source, image = TextSource.OCR, upright(image, rotation)
-            page = _page(doc_id, rendered.number, image, words, source, rendered.timings)
+            page = _page(doc_id, rendered.number, image, words, source, rendered.timings, rendered.size)
             page.context, page.table_header = sections.get(rendered.number, []), rendered.continued
+            page.tables = rendered.tables if source is TextSource.LAYER else []
             page.timings["sections"] = sections_s / len(sections) if sections else 0.0
             pages.append(page)
         return pages

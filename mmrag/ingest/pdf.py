@@ -12,18 +12,21 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
+from mmrag.ingest.table_grid import RawWord
 from mmrag.ingest.tables import read_tables
-from mmrag.types import Word
+from mmrag.types import TableSpan, Word
 
 
 @dataclass(slots=True)
 class RenderedPage:
     number: int  # 1-based
-    image: Image.Image  # RGB render of the page as displayed (rotation applied)
-    words: list[Word]  # text layer, boxes normalised to the rendered image
+    image: Image.Image | None  # RGB render of the page as displayed (rotation applied); None: not rendered
+    size: tuple[int, int]  # (width, height) in pixels of the render (whether or not it was made)
+    words: list[Word]  # text layer, boxes normalised to the page as displayed
     timings: dict[str, float]
     table_labels: list[str] | None = None  # column labels of its last table, if it runs to the page's foot
     continued: list[str] = field(default_factory=list)  # labels its first table took from the previous page
+    tables: list[TableSpan] = field(default_factory=list)  # where its tables' rows are in ``words``
 
 
 def open_pdf(data: bytes, config: IngestConfig) -> pymupdf.Document:
@@ -59,36 +62,68 @@ def render_zoom(width_pt: float, height_pt: float, dpi: int, max_pixels: int) ->
     return zoom
 
 
+def page_text(page: pymupdf.Page) -> tuple[list[RawWord], list[Word]]:
+    """The text layer's words (reading order) twice: in page points (unrotated, for the table finders)
+    and with boxes normalised to the page as displayed."""
+    raw: list[RawWord] = [(w[0], w[1], w[2], w[3], w[4]) for w in page.get_text("words", sort=True)]
+    width, height = page.rect.width, page.rect.height  # displayed (rotated) size
+    m = page.rotation_matrix
+    a, b, c, d, e, f = float(m.a), float(m.b), float(m.c), float(m.d), float(m.e), float(m.f)
+    words = []
+    for x0, y0, x1, y1, text in raw:
+        xs = (a * x0 + c * y0 + e, a * x1 + c * y1 + e)
+        ys = (b * x0 + d * y0 + f, b * x1 + d * y1 + f)
+        box = (min(xs) / width, min(ys) / height, max(xs) / width, max(ys) / height)
+        words.append(Word(text=text, bbox=tuple(min(max(v, 0.0), 1.0) for v in box)))  # type: ignore[arg-type]
+    return raw, words
+
+
 def page_words(page: pymupdf.Page) -> list[Word]:
     """Words of the text layer with boxes normalised to the page as displayed."""
-    rect = page.rect  # displayed (rotated) size
-    matrix = page.rotation_matrix
-    words = []
-    for x0, y0, x1, y1, text, *_ in page.get_text("words", sort=True):
-        r = pymupdf.Rect(x0, y0, x1, y1) * matrix
-        box = (r.x0 / rect.width, r.y0 / rect.height, r.x1 / rect.width, r.y1 / rect.height)
-        words.append(Word(text=text, bbox=tuple(min(max(v, 0.0), 1.0) for v in box)))  # type: ignore[arg-type]
-    return words
+    return page_text(page)[1]
+
+
+def _pixmap_matrix(page: pymupdf.Page, config: IngestConfig) -> tuple[pymupdf.Matrix, tuple[int, int]]:
+    """The render matrix and the pixel size of the render it makes."""
+    zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
+    matrix = pymupdf.Matrix(zoom, zoom)
+    irect = (page.rect * matrix).irect
+    return matrix, (irect.width, irect.height)
+
+
+def render_image(page: pymupdf.Page, config: IngestConfig) -> Image.Image:
+    """The page as displayed, at ``config.dpi`` under the pixel cap (what the page store and the visual
+    embedders see)."""
+    matrix, _ = _pixmap_matrix(page, config)
+    pix = page.get_pixmap(matrix=matrix, alpha=False, colorspace=pymupdf.csRGB)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
 
 
 def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
-                inherited: list[str] | None = None) -> RenderedPage:
-    """Page ``number`` (1-based); a page that cannot be rendered makes the document corrupt.
-    ``inherited``: the previous page's :attr:`RenderedPage.table_labels` (a table it continues)."""
-    t0 = time.perf_counter()
+                inherited: list[str] | None = None, image: bool = True) -> RenderedPage:
+    """Page ``number`` (1-based): its text layer (tables as rows when ``config.tables``) and, if
+    ``image``, its render; a page that cannot be read makes the document corrupt. ``inherited``: the
+    previous page's :attr:`RenderedPage.table_labels` (a table it continues)."""
+    timings: dict[str, float] = {}
     try:
+        t0 = time.perf_counter()
         page = doc.load_page(number - 1)
-        words = page_words(page)
-        tables = read_tables(page, words, inherited) if config.tables else None
-        words = tables.words if tables else words
+        raw, words = page_text(page)
         t1 = time.perf_counter()
-        zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
-        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
-        image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        timings["text"] = t1 - t0
+        tables = read_tables(page, raw, words, inherited, config.table_rows) if config.tables else None
+        words = tables.words if tables else words
+        t2 = time.perf_counter()
+        if tables is not None:
+            timings["tables"] = t2 - t1
+        _, size = _pixmap_matrix(page, config)
+        rendered = render_image(page, config) if image else None
+        if image:
+            timings["render"] = time.perf_counter() - t2
     except Exception as exc:
         raise CorruptDocument(f"page {number} of the PDF cannot be rendered ({exc})") from exc
-    return RenderedPage(number, image, words, {"text_layer": t1 - t0, "render": time.perf_counter() - t1},
-                        tables.last_labels if tables else None, tables.continued if tables else [])
+    return RenderedPage(number, rendered, size, words, timings, tables.last_labels if tables else None,
+                        tables.continued if tables else [], tables.spans if tables else [])
 
 
 def table_labels_before(doc: pymupdf.Document, first: int, config: IngestConfig) -> list[str] | None:
@@ -98,18 +133,25 @@ def table_labels_before(doc: pymupdf.Document, first: int, config: IngestConfig)
     if first <= 1 or not config.tables:
         return None
     page = doc.load_page(first - 2)
-    return read_tables(page, page_words(page)).last_labels
+    return read_tables(page, *page_text(page), how=config.table_rows).last_labels
 
 
 def render_pages(doc: pymupdf.Document, config: IngestConfig, first: int = 1,
-                 last: int | None = None) -> Iterator[RenderedPage]:
-    """Pages ``first..last`` (1-based, inclusive; default: all); each page's tables may continue the
-    previous page's last table."""
+                 last: int | None = None, images: bool = True) -> Iterator[RenderedPage]:
+    """Pages ``first..last`` (1-based, inclusive; default: all), rendered if ``images``; each page's
+    tables may continue the previous page's last table."""
     labels = table_labels_before(doc, first, config)
     for number in range(first, (last or doc.page_count) + 1):
-        rendered = render_page(doc, number, config, labels)
+        rendered = render_page(doc, number, config, labels, images)
         labels = rendered.table_labels
         yield rendered
+
+
+def has_marks(doc: pymupdf.Document, number: int) -> bool:
+    """Whether page ``number`` shows anything but its text layer: an image or a vector drawing (what OCR
+    could read). A blank page has neither."""
+    page = doc.load_page(number - 1)
+    return bool(page.get_images(full=False)) or bool(page.get_cdrawings())
 
 
 def render_for_ocr(doc: pymupdf.Document, number: int, config: IngestConfig) -> Image.Image:

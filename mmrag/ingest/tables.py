@@ -1,99 +1,67 @@
 """Tables in the text layer as rows that keep each cell with its row and column labels.
 
-PyMuPDF's ``find_tables`` (default "lines" strategy) gives the cell grid; the cell texts are taken
-from the page's own words (those whose centre lies in the cell), so spacing is the text layer's.
-Column labels come from the table's first row when it is a header (text, not numbers), else from
-the short phrases printed just above the table (a spanning "Three Months Ended" belongs to every
-column under it). Each data row becomes one Markdown row in which every value carries its column
-label::
+Where the tables are: numeric tables from the words alone (:mod:`mmrag.ingest.table_grid`: aligned
+value columns, a few milliseconds a page), and ruled grids of text cells from the page's borders
+(:mod:`mmrag.ingest.table_ruled`: PyMuPDF ``find_tables``, line strategy, clipped to the grid, run
+only on pages whose drawings pass the pre-test). PyMuPDF's layout model is never run.
 
-    | Total net sales | Three Months Ended June 25, 2022: $ 82,959 | Nine Months Ended June 25, 2022: $ 304,182 |
+How a table is written (``IngestConfig.table_rows``), at the place of the table's first word, in
+place of the table's own words:
 
-The words of a row keep the boxes of their cells, so a hit highlights the cells. The table's
-original words are replaced by its rows, at the place of the table's first word. Pages without
-vector drawings cannot have a "lines" table and are skipped at no cost.
+- ``header`` (default): the column labels once, as a header line, then each row once::
+
+      | | Three Months Ended June 25, 2022 | Three Months Ended June 26, 2021 |
+      | Total net sales | 82,959 | 81,434 |
+
+- ``chunk-header``: written as ``header``; in addition, a text chunk that starts inside a table (past
+  its header line) is embedded after that header line (:func:`mmrag.ingest.chunking.table_headers`),
+  so the dense space sees every row with its column labels without the page text repeating them;
+
+- ``labelled``: every value carries its column label (the labels repeat in every row)::
+
+      | Total net sales | Three Months Ended June 25, 2022: 82,959 | Three Months Ended June 26, 2021: 81,434 |
+
+The words of a row keep the boxes of their cells, so a hit highlights the cells.
 
 A table continued over a page break often does not repeat its header: a page's first table at the
-top of the page, with neither a header row nor labels above it, takes the column labels of the
-previous page's last table (when that one runs to the foot of its page and has as many columns), so
-its values still carry their column labels (:func:`read_tables`, ``inherited``).
+top of the page without labels of its own takes the column labels of the previous page's last table
+(when that one runs to the foot of its page and has as many columns), so its values still carry their
+column labels (:func:`read_tables`, ``inherited``).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pymupdf
 
-from mmrag.types import BBox, Word
+from mmrag.ingest.table_grid import Box, GridTable, Phrase, RawWord, find_grid_tables
+from mmrag.ingest.table_ruled import ruled_tables
+from mmrag.types import BBox, TableSpan, Word
 
-_NUMERIC = re.compile(r"^[\s$€£¥%()\-–—.,0-9]*$")
+TableRows = Literal["chunk-header", "header", "labelled"]
 _JOIN_NEXT = {"$", "€", "£", "¥", "("}
 _JOIN_PREV = {"%", ")", "%)"}
-_ABOVE_PT = 48.0  # how far above a table its column labels are looked for
-_PHRASE_GAP_PT = 6.0  # words closer than this on a line form one phrase
-_LABEL_WORDS = 8  # a longer phrase above a table is a note, not a column label
 _EDGE_WORDS = 15  # words between a table and the page's top / foot that leave it "at the edge" (header, footer)
 
 
 @dataclass(slots=True)
 class _Cell:
     text: str
-    box: tuple[float, float, float, float]  # page coordinates (unrotated), points
+    box: Box  # page coordinates (unrotated), points
 
 
-def _inside(word: tuple[float, float, float, float], box: tuple[float, float, float, float]) -> bool:
-    cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
-    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+def _union(a: Box, b: Box) -> Box:
+    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
 
 
-def _cell_text(raw: list[tuple[float, float, float, float, str]], box: tuple[float, float, float, float]) -> str:
-    return " ".join(w[4] for w in raw if _inside(w[:4], box))
-
-
-def _phrases(raw: list[tuple[float, float, float, float, str]]) -> list[_Cell]:
-    """Words grouped into phrases: same line, small gaps."""
-    out: list[_Cell] = []
-    for x0, y0, x1, y1, text in sorted(raw, key=lambda w: (round(w[3]), w[0])):
-        last = out[-1] if out else None
-        if last and abs(last.box[3] - y1) < 2 and x0 - last.box[2] < _PHRASE_GAP_PT:
-            last.text += " " + text
-            last.box = (last.box[0], min(last.box[1], y0), x1, max(last.box[3], y1))
-        else:
-            out.append(_Cell(text, (x0, y0, x1, y1)))
-    return out
-
-
-def _columns(table: pymupdf.table.Table) -> list[tuple[float, float]]:
-    spans: dict[int, tuple[float, float]] = {}
-    for row in table.rows:
-        for j, box in enumerate(row.cells):
-            if box is not None:
-                lo, hi = spans.get(j, (box[0], box[2]))
-                spans[j] = (min(lo, box[0]), max(hi, box[2]))
-    return [spans.get(j, (0.0, 0.0)) for j in range(max(spans, default=-1) + 1)]
-
-
-def _labels_above(table: pymupdf.table.Table, raw: list[tuple[float, float, float, float, str]],
-                  cols: list[tuple[float, float]]) -> list[str]:
-    x0, y0, x1, _ = table.bbox
-    band = [w for w in raw if y0 - _ABOVE_PT <= (w[1] + w[3]) / 2 < y0 and w[2] > x0 and w[0] < x1]
-    labels: list[list[str]] = [[] for _ in cols]
-    for phrase in _phrases(band):
-        if phrase.box[2] - phrase.box[0] > 0.6 * (x1 - x0) or len(phrase.text.split()) > _LABEL_WORDS:
-            continue  # a title or a note over the whole table, not a column label
-        for j, (lo, hi) in enumerate(cols):
-            if phrase.box[0] < hi and phrase.box[2] > lo:
-                labels[j].append(phrase.text)
-    return [" ".join(parts) for parts in labels]
-
-
-def _merge_symbols(cells: list[tuple[int, _Cell]]) -> list[tuple[int, _Cell]]:
-    """``$`` joins the value after it, ``%`` / ``)`` the one before (they sit in their own columns)."""
+def _merge_symbols(cells: list[tuple[int, Phrase]]) -> list[tuple[int, _Cell]]:
+    """``$`` joins the value after it, ``%`` / ``)`` the one before (when they sit in their own columns)."""
     out: list[tuple[int, _Cell]] = []
     carry: _Cell | None = None
-    for j, cell in cells:
+    for j, phrase in cells:
+        cell = _Cell(phrase.text, phrase.box)
         if cell.text in _JOIN_NEXT:
             carry = cell
             continue
@@ -108,64 +76,28 @@ def _merge_symbols(cells: list[tuple[int, _Cell]]) -> list[tuple[int, _Cell]]:
     return out
 
 
-Box = tuple[float, float, float, float]
-
-
-def _union(a: Box, b: Box) -> Box:
-    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-
-
-def _grid(table: pymupdf.table.Table, raw: list[tuple[float, float, float, float, str]]) -> list[list[_Cell | None]]:
-    grid: list[list[_Cell | None]] = []
-    for row in table.rows:
-        cells: list[_Cell | None] = []
-        for box in row.cells:
-            text = _cell_text(raw, tuple(box)) if box is not None else ""
-            cells.append(_Cell(text, tuple(box)) if box is not None and text else None)
-        grid.append(cells)
-    return grid
-
-
-def _is_header(row: list[_Cell | None]) -> bool:
-    values = [c.text for c in row[1:] if c is not None]
-    return bool(values) and not any(_NUMERIC.match(v) for v in values)
-
-
-@dataclass(slots=True)
-class TableRows:
-    rows: list[list[_Cell]]  # data rows: each a list of cells whose text carries its column label
-    labels: list[str]  # column labels (its own, or inherited from the table it continues)
-    inherited: bool  # the labels came from the previous page's table (no header of its own)
-
-
-def table_rows(table: pymupdf.table.Table, raw: list[tuple[float, float, float, float, str]],
-               inherited: list[str] | None = None) -> TableRows:
-    """The table's data rows. A table with neither a header row nor labels above it takes ``inherited``
-    (the column labels of the table it continues) when the column counts agree."""
-    grid = [r for r in _grid(table, raw) if any(r)]
-    if not grid:
-        return TableRows([], [], False)
-    cols = _columns(table)
-    took = False
-    if _is_header(grid[0]):
-        labels = [c.text if c is not None else "" for c in grid[0]]
-        header_boxes = [c.box if c is not None else None for c in grid[0]]
-        grid = grid[1:]
-    else:
-        labels, header_boxes = _labels_above(table, raw, cols), [None] * len(cols)
-        if not any(labels) and inherited and any(inherited[1:]) and len(inherited) == len(cols):
-            labels, took = list(inherited), True
-    rows = []
-    for r in grid:
-        out = []
+def _rows(table: GridTable, labels: list[str], how: TableRows) -> list[list[_Cell]]:
+    """The table as rows of cells, written as ``how`` says (a ``labelled`` value cell is preceded by a
+    ``"<label>:"`` cell boxed by where the label is printed)."""
+    rows: list[list[_Cell]] = []
+    if how != "labelled" and any(labels):
+        rows.append([_Cell(label, box or table.bbox) for label, box in zip(labels, _label_boxes(table, labels),
+                                                                               strict=True)])
+    for r in table.rows:
+        out: list[_Cell] = []
         for j, cell in _merge_symbols([(j, c) for j, c in enumerate(r) if c is not None]):
             label = labels[j] if j < len(labels) else ""
-            if j > 0 and label and label != cell.text:
-                box = header_boxes[j] if j < len(header_boxes) and header_boxes[j] is not None else cell.box
-                out.append(_Cell(f"{label}:", box))  # type: ignore[arg-type]
+            if how == "labelled" and j > 0 and label and label != cell.text:
+                box = table.label_boxes[j] if j < len(table.label_boxes) else None
+                out.append(_Cell(f"{label}:", box or cell.box))
             out.append(cell)
         rows.append(out)
-    return TableRows(rows, labels, took)
+    return rows
+
+
+def _label_boxes(table: GridTable, labels: list[str]) -> list[Box | None]:
+    boxes = list(table.label_boxes) + [None] * max(0, len(labels) - len(table.label_boxes))
+    return boxes[:len(labels)]
 
 
 def _row_words(row: list[_Cell], norm: pymupdf.Matrix, size: tuple[float, float]) -> list[Word]:
@@ -190,57 +122,75 @@ class PageTables:
     words: list[Word]
     last_labels: list[str] | None  # column labels of the page's last table when it runs to the page's foot
     continued: list[str]  # labels the page's first table took from the previous page's last table ([]: none)
+    spans: list[TableSpan] = field(default_factory=list)  # where each table's rows are in ``words``
+
+    @property
+    def tables(self) -> int:
+        return len(self.spans)
 
 
-def _words_beyond(raw: list[tuple[float, float, float, float, str]], bbox: Box, above: bool) -> int:
+def _words_beyond(raw: list[RawWord], bbox: Box, above: bool) -> int:
     """Words above the table's top (``above``) or below its bottom."""
     if above:
         return sum(1 for w in raw if (w[1] + w[3]) / 2 < bbox[1])
     return sum(1 for w in raw if (w[1] + w[3]) / 2 > bbox[3])
 
 
-def read_tables(page: pymupdf.Page, words: list[Word], inherited: list[str] | None = None) -> PageTables:
+def find_tables(page: pymupdf.Page, raw: list[RawWord], ruled: bool = True) -> list[GridTable]:
+    """The page's tables, top to bottom: numeric tables from the words and (``ruled``) the tables of a
+    ruled grid whose rules cross outside them (such a table replaces the numeric ones it overlaps: a
+    grid drawn around cells says better where they are)."""
+    tables = find_grid_tables(raw)
+    if ruled:
+        grids = ruled_tables(page, raw, [t.bbox for t in tables])
+        tables = [t for t in tables if not any(_overlap(t.bbox, g.bbox) for g in grids)] + grids
+    return sorted(tables, key=lambda t: t.bbox[1])
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+def read_tables(page: pymupdf.Page, raw: list[RawWord], words: list[Word], inherited: list[str] | None = None,
+                how: TableRows = "header", ruled: bool = True) -> PageTables:
     """``words`` (the page's text layer, in reading order) with every table's words replaced by its
-    rows. ``words`` must be :func:`mmrag.ingest.pdf.page_words` of ``page`` (same order and count as
-    ``get_text("words", sort=True)``). ``inherited``: the column labels of the previous page's last table
-    (:attr:`PageTables.last_labels`); a first table at the top of this page without a header of its own
+    rows. ``raw`` and ``words`` are the same words (:func:`mmrag.ingest.pdf.page_text`): ``raw`` in page
+    points, ``words`` normalised. ``inherited``: the column labels of the previous page's last table
+    (:attr:`PageTables.last_labels`); a first table at the top of this page without labels of its own
     continues it. "At the top" / "at the foot": at most :data:`_EDGE_WORDS` words (a running header or
     footer) between the table and the page's edge."""
-    if not page.get_cdrawings():
-        return PageTables(words, None, [])
-    tables = sorted(page.find_tables().tables, key=lambda t: t.bbox[1])
-    if not tables:
-        return PageTables(words, None, [])
-    raw = [(w[0], w[1], w[2], w[3], w[4]) for w in page.get_text("words", sort=True)]
-    if len(raw) != len(words):
+    tables = find_tables(page, raw, ruled)
+    if not tables or len(raw) != len(words):
         return PageTables(words, None, [])
     size = (page.rect.width, page.rect.height)
     replaced: dict[int, list[Word]] = {}
+    headers: dict[int, str] = {}
     dropped: set[int] = set()
     continued: list[str] = []
-    last: TableRows | None = None
+    last: list[str] | None = None
+    taken: set[int] = set()
     for i, table in enumerate(tables):
-        last = None
-        at_top = i == 0 and _words_beyond(raw, tuple(table.bbox), above=True) <= _EDGE_WORDS
-        members = [k for k, w in enumerate(raw) if _inside(w[:4], tuple(table.bbox))]
-        found = table_rows(table, raw, inherited if at_top else None)
-        if not members or not found.rows:
+        members = sorted(set(table.members) - taken)
+        labels = table.labels
+        at_top = i == 0 and _words_beyond(raw, table.bbox, above=True) <= _EDGE_WORDS
+        if at_top and not any(labels) and inherited and any(inherited[1:]) and len(inherited) == len(labels):
+            labels = continued = list(inherited)
+        rows = _rows(table, labels, how)
+        if not members or not any(rows):
+            last = None
             continue
-        continued = found.labels if found.inherited else continued
-        last = found
+        taken.update(members)
         dropped.update(members)
-        replaced[members[0]] = [w for row in found.rows for w in _row_words(row, page.rotation_matrix, size)]
-    at_foot = last is not None and _words_beyond(raw, tuple(tables[-1].bbox), above=False) <= _EDGE_WORDS
+        replaced[members[0]] = [w for row in rows for w in _row_words(row, page.rotation_matrix, size)]
+        headers[members[0]] = " | ".join(label for label in labels if label)
+        last = labels
+    at_foot = last is not None and _words_beyond(raw, tables[-1].bbox, above=False) <= _EDGE_WORDS
     out: list[Word] = []
+    spans: list[TableSpan] = []
     for k, w in enumerate(words):
         if k in replaced:
+            spans.append(TableSpan(len(out), len(out) + len(replaced[k]), headers[k]))
             out.extend(replaced[k])
         if k not in dropped:
             out.append(w)
-    return PageTables(out, last.labels if at_foot and last is not None and any(last.labels[1:]) else None,
-                      continued)
-
-
-def words_with_tables(page: pymupdf.Page, words: list[Word], inherited: list[str] | None = None) -> list[Word]:
-    """:func:`read_tables`' words."""
-    return read_tables(page, words, inherited).words
+    return PageTables(out, last if at_foot and last is not None and any(last[1:]) else None, continued, spans)

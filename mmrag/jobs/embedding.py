@@ -11,7 +11,7 @@ from typing import Any
 
 from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.imaging import decode_image
-from mmrag.ingest.chunking import chunk_page, document_label
+from mmrag.ingest.chunking import chunk_page, document_label, table_headers
 from mmrag.ingest.doc_evidence import metadata_evidence
 from mmrag.ingest.ids import point_id
 from mmrag.ingest.page_context import section_line
@@ -28,14 +28,17 @@ def page_payload(doc: Document, number: int, page_id: str, section: list[str] | 
 
 
 def page_inputs(doc: Document, spaces: list[Space], config: IngestConfig) -> list[PageInput]:
-    """What the spaces embed per page: its text chunks, its section path, its document's label and
-    evidence text and, if a space needs it, its image."""
+    """What the spaces embed per page: its text chunks (with the header line of the table a chunk starts
+    in, for ``table_rows="chunk-header"``), its section path, its document's label and evidence text
+    and, if a space needs it, its image."""
     chunks = [chunk_page(p, config.chunk_words, config.chunk_overlap) for p in doc.pages]
     with_images = any(s.needs_image for s in spaces)
     evidence = metadata_evidence(doc.metadata, doc.filename) if any(s.document_level for s in spaces) else ""
     label = document_label(doc.metadata, doc.filename)
+    headed = config.tables and config.table_rows == "chunk-header"
     return [PageInput(p, c, decode_image(p.image_png, max_pixels=config.max_image_pixels, what=f"page {p.number}")
-                      if with_images and p.image_png else None, evidence, section_line(p.context), label)
+                      if with_images and p.image_png else None, evidence, section_line(p.context), label,
+                      table_headers(p, config.chunk_words, config.chunk_overlap) if headed else [])
             for p, c in zip(doc.pages, chunks, strict=True)]
 
 

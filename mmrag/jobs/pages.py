@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from mmrag.config import IngestConfig
 from mmrag.ingest.parse import parse_image, parse_pdf, sniff_media_type
 from mmrag.types import Page
 
+PIXEL_SPACES = frozenset({"clip", "colpali"})
+"""Spaces that embed page images (their classes have ``needs_image``; tests/jobs check the two agree):
+a CPU worker builds no spaces, so it decides from the names whether a batch's pages are rendered."""
+
+
+def needs_images(spaces: Iterable[str], config: IngestConfig) -> bool:
+    """Whether parse renders (and PNG-encodes) page images: a space of the corpus embeds pixels, or every
+    page's PNG is kept as a file (``keep_page_files``). Otherwise the page store renders on demand."""
+    return config.keep_page_files or any(s in PIXEL_SPACES for s in spaces)
+
 
 def parse_pages(data: bytes, doc_id: str, filename: str, config: IngestConfig,
-                first: int, last: int) -> tuple[str, list[Page]]:
-    """(media type, pages ``first..last`` (1-based, inclusive)), rendered, with text layer or OCR."""
+                first: int, last: int, images: bool = True) -> tuple[str, list[Page]]:
+    """(media type, pages ``first..last`` (1-based, inclusive)), with text layer or OCR, rendered if
+    ``images`` (OCRed pages and image uploads always are)."""
     media_type = sniff_media_type(data, filename)
     if media_type != "application/pdf":
         return media_type, parse_image(data, doc_id, filename, config)
-    return media_type, parse_pdf(data, doc_id, config, first, last)
+    return media_type, parse_pdf(data, doc_id, config, first, last, images)
 
 
 def split_images(pages: list[Page]) -> tuple[list[Page], list[bytes | None]]:
     """Pages without their PNGs (small, for the catalog) and the PNGs (for the page store and embedders)."""
     return [replace(p, image_png=None) for p in pages], [p.image_png for p in pages]
+
+
+def stage_timings(pages: list[Page]) -> dict[str, float]:
+    """A batch's per-page timings summed by step (``parse_text``, ``parse_tables``, ``parse_render``,
+    ``parse_encode_png``, ``parse_ocr``, ...): what the job's timings add up."""
+    out: dict[str, float] = {}
+    for p in pages:
+        for step, seconds in p.timings.items():
+            out[f"parse_{step}"] = out.get(f"parse_{step}", 0.0) + seconds
+    return out

@@ -2,9 +2,12 @@
 
 Three in-memory queues mirror the Celery queues: ``cpu`` (plan, parse) and ``gpu`` (embed) run
 on ``cpu_workers`` / ``embed_workers`` threads; ``write`` (write, commit) runs on one thread, the
-single writer of the store, catalog and job state. Queues are not durable: the job state and
-the spool are, and :meth:`LocalRunner.start` re-sends the pending work of every unfinished job,
-so a job resumes after a restart (even after SIGKILL).
+single writer of the store, catalog and job state. The ``cpu`` queue serves parses before plans
+(then first come, first served), so a job of many files starts embedding its first file while the
+others are still to plan; the stages' window (:mod:`mmrag.jobs.stages`) keeps parsing at most
+``parse_ahead`` batches ahead of embedding. torch's threads are set once (``embed_threads``).
+Queues are not durable: the job state and the spool are, and :meth:`LocalRunner.start` re-sends
+the pending work of every unfinished job, so a job resumes after a restart (even after SIGKILL).
 
 Lifecycle: ``start()`` once the pipeline is built (resumes unfinished jobs), ``submit``/``cancel``
 from any thread, ``stop()`` before the pipeline closes (work in flight is redone after a restart).
@@ -12,7 +15,9 @@ from any thread, ``stop()`` before the pipeline closes (work in flight is redone
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import queue
 import threading
 import time
@@ -20,6 +25,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from mmrag.config import JobsConfig, Settings
+from mmrag.embed.batching import limit_torch_threads
 from mmrag.errors import Unavailable
 from mmrag.jobs.model import JobStatus, Work
 from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, retry_delay, run_stage
@@ -41,14 +47,38 @@ RunnerFactory = Callable[[JobWriter, StageContext, Settings], JobRunner]
 """How the composition root builds a process's runner from the job writer, the stage context and settings."""
 
 
+_ORDER = {"parse": 0, "plan": 1}  # cpu queue: parses before plans
+_STOP = -1  # a stop marker goes before any work
+
+
+class _WorkQueue:
+    """A queue of work: by stage order (``_ORDER``, others 0), then first in, first out; ``None`` stops."""
+
+    def __init__(self) -> None:
+        self._q: queue.PriorityQueue[tuple[int, int, Work | None]] = queue.PriorityQueue()
+        self._seq = itertools.count()
+
+    def put(self, work: Work | None) -> None:
+        rank = _STOP if work is None else _ORDER.get(work.stage, 0)
+        self._q.put((rank, next(self._seq), work))
+
+    def get(self) -> Work | None:
+        return self._q.get()[2]
+
+    def qsize(self) -> int:
+        return self._q.qsize()
+
+
 class LocalRunner:
     def __init__(self, ctx: StageContext, writer: JobWriter, config: JobsConfig) -> None:
         self.ctx, self.writer, self.config = ctx, writer, config
-        self.queues: dict[str, queue.Queue[Work | None]] = {q: queue.Queue() for q in ("cpu", "gpu", "write")}
+        self.queues: dict[str, _WorkQueue] = {q: _WorkQueue() for q in ("cpu", "gpu", "write")}
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
 
     def start(self) -> None:
+        if self.config.embed_threads and self.ctx.spaces is not None:
+            limit_torch_threads(self.config.embed_threads)
         counts = {"cpu": self.config.cpu_workers, "gpu": self.config.embed_workers, "write": 1}
         for name, n in counts.items():
             for i in range(n):
@@ -88,6 +118,8 @@ class LocalRunner:
 
     # workers -------------------------------------------------------------------------
     def _loop(self, name: str) -> None:
+        if name == "cpu" and self.config.parse_nice and hasattr(os, "setpriority"):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.config.parse_nice)  # this thread only
         q = self.queues[name]
         while True:
             work = q.get()

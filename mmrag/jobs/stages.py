@@ -4,10 +4,15 @@ Each stage takes a :class:`Work` (ids only), reads its input from the spool, wri
 to the spool under a key derived from (job, file, batch) and returns the work to send next.
 Re-running a stage overwrites the same output, so redelivery (``acks_late``) and retries are safe.
 
-    plan  (cpu):  count pages, or report the file bad  -> commit + one parse per page batch
-    parse (cpu):  render, text layer, OCR of one batch   -> embed   (or commit: file failed)
-    embed (gpu):  vectors of one batch's pages           -> write
+    plan  (cpu):  count pages, or report the file bad  -> commit + parse of the first page batches
+    parse (cpu):  text layer, tables, OCR (render)       -> embed   (or commit: file failed)
+    embed (gpu):  vectors of one batch's pages           -> write + parse of the next batch
     write / commit run in the process that owns the store (:mod:`mmrag.jobs.writer`).
+
+Bounded overlap: plan releases the parse of a file's first ``parse_ahead + 1`` batches, and the embed
+of batch n releases the parse of batch n + parse_ahead + 1, so parsing runs ahead of embedding by at
+most ``parse_ahead`` batches (the parse of batch n+1 overlaps the embedding of batch n) on either
+runner, and the spool holds no more than that many parsed batches waiting per file.
 
 Lifecycle: a :class:`StageContext` is built once per worker process (or by the embedded runner)
 and used from many threads; it holds no per-job state.
@@ -28,7 +33,7 @@ from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.source import Source, prepare_source
 from mmrag.jobs.embedding import embed_pages
 from mmrag.jobs.model import Failed, ParsedBatch, Planned, StageTimings, Work
-from mmrag.jobs.pages import parse_pages, split_images
+from mmrag.jobs.pages import needs_images, parse_pages, split_images, stage_timings
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
 from mmrag.types import Document
@@ -42,6 +47,7 @@ class StageContext:
     spool: Spool
     batch_pages: int
     spaces: dict[str, Space] | None = None  # None: this process does not embed (a CPU worker)
+    parse_ahead: int = 2  # batches of a file parsed ahead of the one being embedded (JobsConfig.parse_ahead)
 
 
 SOURCE_BATCH = -1  # spool slot of the file's Source (kind, converted PDF, facts), written by plan
@@ -82,7 +88,7 @@ def plan(ctx: StageContext, work: Work) -> list[Work]:
     batches = math.ceil(pages / ctx.batch_pages)
     info = Planned(pages, batches, media_type, {"plan": time.perf_counter() - t0})
     return [Work("commit", work.job_id, work.file, -1, info)] + [
-        Work("parse", work.job_id, work.file, b) for b in range(batches)]
+        Work("parse", work.job_id, work.file, b) for b in range(min(batches, ctx.parse_ahead + 1))]
 
 
 def parse(ctx: StageContext, work: Work) -> list[Work]:
@@ -93,12 +99,16 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     source: Source = ctx.spool.get(work.job_id, work.file, SOURCE_BATCH, "source")
     data = source.pdf or ctx.spool.blob(m.blob)  # pages render from the converted PDF, if there is one
     first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
-    _, pages = parse_pages(data, m.document_id, m.filename, ctx.ingest, first, last)
+    if first > source.pages:
+        return []  # released by the window (see embed) past the file's last batch
+    _, pages = parse_pages(data, m.document_id, m.filename, ctx.ingest, first, last,
+                           images=needs_images(m.spaces, ctx.ingest))
     media_type = source.media_type
     meta, images = split_images(pages)
     ctx.spool.put(work.job_id, work.file, work.batch, "images", images)
     ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(media_type, meta))
-    return [Work("embed", work.job_id, work.file, work.batch, StageTimings({"parse": time.perf_counter() - t0}))]
+    timings = {"parse": time.perf_counter() - t0, **stage_timings(pages)}
+    return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
 def batch_document(spool: Spool, work: Work, with_images: bool) -> Document:
@@ -124,8 +134,9 @@ def embed(ctx: StageContext, work: Work) -> list[Work]:
         ctx.spaces[s].needs_image for s in m.spaces if s in ctx.spaces))
     points = embed_pages(doc, ctx.spaces, m.spaces, ctx.ingest, m.corpus_config)
     ctx.spool.put(work.job_id, work.file, work.batch, "points", points)
-    timings = {**work.timings, "embed": time.perf_counter() - t0}
-    return [Work("write", work.job_id, work.file, work.batch, StageTimings(timings))]
+    timings = {**work.timings, **doc.timings, "embed": time.perf_counter() - t0}  # doc.timings: embed_<space>
+    return [Work("write", work.job_id, work.file, work.batch, StageTimings(timings)),
+            Work("parse", work.job_id, work.file, work.batch + ctx.parse_ahead + 1)]  # the window moves on
 
 
 WORKER_STAGES: dict[str, Callable[[StageContext, Work], list[Work]]] = {"plan": plan, "parse": parse, "embed": embed}

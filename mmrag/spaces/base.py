@@ -23,6 +23,7 @@ class PageInput:
     evidence: str = ""  # the document's evidence text (mmrag.ingest.doc_evidence.evidence_text); document space
     context: str = ""  # the page's section path as one line (mmrag.ingest.page_context.section_line)
     label: str = ""  # the document's short label: title · entity · period (mmrag.ingest.chunking.document_label)
+    table_headers: list[str] = field(default_factory=list)  # per chunk: the header of the table it starts in, or ""
 
 
 @dataclass(slots=True)

@@ -13,32 +13,41 @@ from mmrag.embed.base import Embedder
 from mmrag.ingest.chunking import embedded_text
 from mmrag.spaces.base import PageInput, QueryInput, Space
 from mmrag.spaces.bm25_text import bm25_length, bm25_model, bm25_text, mean_length
-from mmrag.store.base import FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
+from mmrag.store.base import Datatype, FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
 
 
 class TextDenseSpace(Space):
     """MiniLM over each chunk, embedded after the header lines the corpus's ``chunk_context`` asks for
-    (its document's label, its page's section path); the chunks themselves stay as they are."""
+    (its document's label, its page's section path) and the header line of the table the chunk starts
+    in (``IngestConfig.table_rows="chunk-header"``); the chunks themselves stay as they are."""
 
     name = "text"
 
-    def __init__(self, embedder: Embedder, chunk_context: Sequence[str] = ()) -> None:
+    def __init__(self, embedder: Embedder, chunk_context: Sequence[str] = (), datatype: Datatype = "float16") -> None:
         self.embedder = embedder
         self.chunk_context = tuple(chunk_context)
+        self.datatype: Datatype = datatype
 
     def for_corpus(self, config: CorpusConfig) -> Space:
         wanted = tuple(config.chunk_context)
-        return self if wanted == self.chunk_context else TextDenseSpace(self.embedder, wanted)
+        if wanted == self.chunk_context and config.text_datatype == self.datatype:
+            return self
+        return TextDenseSpace(self.embedder, wanted, config.text_datatype)
 
     def specs(self) -> list[SpaceSpec]:
-        return [SpaceSpec("text", "multivector", self.embedder.dim)]
+        return [SpaceSpec("text", "multivector", self.embedder.dim, datatype=self.datatype)]
 
     def headers(self, page: PageInput) -> list[str]:
         """The header lines of the page's chunks, in ``chunk_context`` order."""
         return [h for h in ({"document": page.label, "section": page.context}[c] for c in self.chunk_context) if h]
 
+    def chunk_headers(self, page: PageInput, chunk: int) -> list[str]:
+        """The header lines of one chunk: the page's, then the header of the table it starts in (if any)."""
+        table = page.table_headers[chunk] if chunk < len(page.table_headers) else ""
+        return self.headers(page) + ([table] if table else [])
+
     def page_vectors(self, pages: list[PageInput]) -> list[dict[str, VectorValue]]:
-        texts = [embedded_text(c.text, self.headers(p)) for p in pages for c in p.chunks]
+        texts = [embedded_text(c.text, self.chunk_headers(p, i)) for p in pages for i, c in enumerate(p.chunks)]
         vectors = self.embedder.embed_many(texts, "document") if texts else []
         out: list[dict[str, VectorValue]] = []
         i = 0

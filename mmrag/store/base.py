@@ -16,6 +16,7 @@ import numpy as np
 
 SpaceKind = Literal["dense", "multivector", "sparse"]
 Quantization = Literal["none", "binary", "scalar"]
+Datatype = Literal["float32", "float16"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class SpaceSpec:
     index: bool = True  # False: no HNSW (full multi-vectors scored only in rerank)
     quantization: Quantization = "none"
     idf: bool = False  # sparse only: let the engine apply IDF (BM25)
+    datatype: Datatype = "float32"  # dense and multi-vectors: how the engine stores each value
 
 
 @dataclass(frozen=True, slots=True)

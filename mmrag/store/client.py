@@ -39,8 +39,9 @@ def _vector_params(space: SpaceSpec) -> models.VectorParams:
     elif space.quantization == "scalar":
         quant = models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8,
                                                                                   always_ram=True))
+    datatype = models.Datatype.FLOAT16 if space.datatype == "float16" else None
     return models.VectorParams(size=space.dim, distance=models.Distance.COSINE, multivector_config=multi,
-                               hnsw_config=hnsw, quantization_config=quant)
+                               hnsw_config=hnsw, quantization_config=quant, datatype=datatype)
 
 
 def _vec(value: VectorValue) -> Any:

@@ -37,17 +37,21 @@ def _vector_params(space: SpaceSpec) -> qe.EdgeVectorParams:
         quant = qe.BinaryQuantizationConfig(always_ram=True)
     elif space.quantization == "scalar":
         quant = qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8, always_ram=True)
+    datatype = qe.VectorStorageDatatype.Float16 if space.datatype == "float16" else None
     return qe.EdgeVectorParams(size=space.dim, distance=qe.Distance.Cosine, multivector_config=multi,
-                               hnsw_config=hnsw, quantization_config=quant)
+                               hnsw_config=hnsw, quantization_config=quant, datatype=datatype)
 
 
 def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
+    """The shard's configuration. No write-ahead log: every update is flushed before it returns (below),
+    which is what the job writer counts on before it records a batch as written, so the log would only
+    hold a second copy of every vector (about as many bytes as the vectors themselves)."""
     dense = {s.name: _vector_params(s) for s in spec.spaces if s.kind != "sparse"}
     sparse = {
         s.name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if s.idf else None)
         for s in spec.spaces if s.kind == "sparse"
     }
-    return qe.EdgeConfig(vectors=dense, sparse_vectors=sparse)
+    return qe.EdgeConfig(vectors=dense, sparse_vectors=sparse, wal_enabled=False)
 
 
 def _vec(value: VectorValue) -> Any:

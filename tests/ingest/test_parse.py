@@ -11,6 +11,7 @@ from PIL import Image
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge, UnsupportedMediaType
 from mmrag.ingest import parse_document, sniff_media_type
+from mmrag.ingest.parse import parse_pdf
 from mmrag.types import TextSource
 
 CFG = IngestConfig()
@@ -146,3 +147,12 @@ def test_undecodable_image_bytes():
     data = _text_image("PNG")
     with pytest.raises(CorruptDocument, match="cannot be decoded"):
         parse_document(data[:200], "cut.png", CFG)
+
+
+def test_a_blank_page_is_not_ocred_and_a_scan_still_is(corpus_dir):
+    doc = pymupdf.open()
+    doc.new_page()  # no text, no image, no drawing
+    blank = parse_pdf(doc.tobytes(), "d" * 32, CFG, images=False)[0]
+    assert "ocr" not in blank.timings and blank.text == ""
+    scan = parse_pdf((corpus_dir / "scans" / "ocr_test_rotated_90.pdf").read_bytes(), "e" * 32, CFG)[0]
+    assert "ocr" in scan.timings and scan.text.strip()

@@ -3,6 +3,7 @@ compared with each other and with a numpy oracle (congruence tests, as in qdrant
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import numpy as np
@@ -165,4 +166,42 @@ def test_persistence_reopen(tmp_path, data):
         assert store.has_collection("c") and store.count("c") == 20
         store.delete_collection("c")
         assert not store.has_collection("c")
+        store.close()
+
+
+def test_float16_multivectors_rank_like_float32_on_both_engines(tmp_path, data):
+    """The text space stores its chunk vectors as float16: MaxSim scores within float16's rounding of the
+    float32 oracle, and the same ranking on both engines."""
+    spec = CollectionSpec(spaces=(SpaceSpec("mv", "multivector", MV, index=False, datatype="float16"),))
+    q = _unit(np.random.default_rng(5).standard_normal((3, MV))).astype(np.float32)
+    scores = {p.id: float((q @ p.vectors["mv"].T).max(axis=1).sum()) for p in data}
+    oracle = sorted(scores, key=lambda i: -scores[i])[:10]
+    found = []
+    for store in _stores(tmp_path).values():
+        try:
+            store.create_collection("h", spec)
+            store.upsert("h", [PointRecord(p.id, {"mv": p.vectors["mv"]}, p.payload) for p in data])
+            hits = store.query("h", QueryNode(limit=10, using="mv", vector=q))
+            assert [h.score for h in hits] == pytest.approx([scores[h.id] for h in hits], abs=3e-3)
+            found.append(_ids(hits))
+        finally:
+            store.close()
+    assert found[0] == found[1] and len(set(found[0][:5]) & set(oracle[:5])) >= 4
+
+
+def test_edge_points_survive_a_reopen_without_a_write_ahead_log(tmp_path, data):
+    """No WAL on the embedded engine (every update is flushed before it returns): what an upsert stored
+    is there after the store is opened again, and the folder holds no log."""
+    store = EdgeStore(tmp_path / "edge")
+    store.create_collection("c", SPEC)
+    store.upsert("c", data[:20])
+    store.upsert("c", data[20:])
+    # no close(): what the next process finds after this one dies is what upsert flushed
+    shutil.copytree(tmp_path / "edge", tmp_path / "edge2")
+    again = EdgeStore(tmp_path / "edge2")
+    try:
+        assert again.count("c") == len(data)
+        assert sum(p.stat().st_blocks for p in (tmp_path / "edge2" / "c").rglob("wal/*") if p.is_file()) == 0
+    finally:
+        again.close()
         store.close()
