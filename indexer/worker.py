@@ -14,7 +14,7 @@ from celery import Celery
 from indexer.app import make_celery
 from indexer.tasks import register_worker_tasks, register_writer_tasks
 from mmrag.config import Settings
-from mmrag.embed.batching import limit_torch_threads
+from mmrag.embed.threads import set_torch_threads
 from mmrag.pipeline import build_pipeline, build_worker_context
 
 ROLES = {"cpu": ["cpu"], "gpu": ["gpu"], "write": ["write"], "all": ["cpu", "gpu", "write"]}
@@ -26,7 +26,7 @@ def build_worker(settings: Settings, role: str) -> Celery:
     app = make_celery(settings)
     queues = ROLES[role]
     if "gpu" in queues and settings.jobs.embed_threads:
-        limit_torch_threads(settings.jobs.embed_threads)  # before any forward pass
+        set_torch_threads(settings.jobs.embed_threads)  # before any forward pass
     if "write" in queues:
         pipeline = build_pipeline(settings, run_jobs=False)  # the Celery workers run the stages, not threads
         register_writer_tasks(app, pipeline.job_writer.handle)

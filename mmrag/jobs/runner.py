@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from mmrag.config import JobsConfig, Settings
-from mmrag.embed.batching import limit_torch_threads
+from mmrag.embed.threads import set_torch_threads
 from mmrag.errors import Unavailable
 from mmrag.jobs.model import JobStatus, Work
 from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, retry_delay, run_stage
@@ -78,7 +78,7 @@ class LocalRunner:
 
     def start(self) -> None:
         if self.config.embed_threads and self.ctx.spaces is not None:
-            limit_torch_threads(self.config.embed_threads)
+            set_torch_threads(self.config.embed_threads)
         counts = {"cpu": self.config.cpu_workers, "gpu": self.config.embed_workers, "write": 1}
         for name, n in counts.items():
             for i in range(n):
