@@ -54,8 +54,8 @@ class EvaluationOut(BaseModel):
 class CompareIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    a: str = Field(..., min_length=1, max_length=64, description="Id of the baseline run (A)")
-    b: str = Field(..., min_length=1, max_length=64, description="Id of the run compared with it (B)")
+    baseline: str = Field(..., min_length=1, max_length=64,
+                          description="Id of the run to compare against (A); the run of the path is B")
 
 
 class ComparedRun(BaseModel):
@@ -118,16 +118,6 @@ def start_evaluation(body: EvaluationIn, service: ServiceDep, pipeline: Pipeline
     return _out(job)
 
 
-@router.post("/compare", response_model=CompareOut, responses=responses(400, 404, 409, 422))
-def compare_evaluations(body: CompareIn, service: ServiceDep, principal: PrincipalDep) -> CompareOut:
-    """Compare two finished runs of the same suite (what ``mmrag eval compare`` computes): per metric the
-    means, their paired difference B − A with a bootstrap interval and a permutation p-value. Both runs
-    must be readable with the key; 409 while one runs, 400 for runs of different datasets."""
-    for job_id in (body.a, body.b):
-        visible(service, job_id, principal)
-    return CompareOut.model_validate(service.compare(body.a, body.b))
-
-
 @router.get("", response_model=list[EvaluationOut])
 def list_evaluations(service: ServiceDep, principal: PrincipalDep) -> list[EvaluationOut]:
     """The evaluations of corpora this key may read."""
@@ -158,3 +148,14 @@ def get_artefact(job_id: str, name: str, service: ServiceDep, principal: Princip
     """report.md, queries.jsonl, plots/*.png of a finished run."""
     visible(service, job_id, principal)
     return FileResponse(service.artefact(job_id, name))
+
+
+@router.post("/{job_id}/compare", response_model=CompareOut, responses=responses(400, 404, 409, 422))
+def compare_evaluations(job_id: str, body: CompareIn, service: ServiceDep, principal: PrincipalDep) -> CompareOut:
+    """Compare this finished run (B) with a baseline run (A) of the same suite: what ``mmrag eval compare A B``
+    computes, per metric the means, their paired difference B − A with a bootstrap interval and a
+    permutation p-value. Both runs must be readable with the key; 409 while one runs, 400 for runs of
+    different datasets or a run compared with itself."""
+    for run in (body.baseline, job_id):
+        visible(service, run, principal)
+    return CompareOut.model_validate(service.compare(body.baseline, job_id))

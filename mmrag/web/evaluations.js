@@ -1,6 +1,6 @@
 // Evaluations: start a suite run (POST /evaluations), watch its progress, see the metric table and
-// the report's plots, compare two runs (POST /evaluations/compare: the same paired bootstrap
-// intervals and p-values as `mmrag eval compare`).
+// the report's plots, compare two runs (POST /evaluations/{b}/compare {"baseline": a}: the same paired
+// bootstrap intervals and p-values as `mmrag eval compare`).
 import { get, imageURL, post } from "./api.js";
 import { $, el, emptyState, errorBox, fmt, formStatus, table, when } from "./ui.js";
 
@@ -101,7 +101,7 @@ async function compare(form) {
   const [a, b] = [$("#compare-a").value, $("#compare-b").value];
   if (!a || !b || a === b) return formStatus(form, "Pick two different finished runs.", true);
   formStatus(form, "Comparing…");
-  const out = await post("/evaluations/compare", { a, b });
+  const out = await post(`/evaluations/${b}/compare`, { baseline: a });
   const signed = (x) => `${x > 0 ? "+" : ""}${x.toFixed(3)}`;
   const rows = Object.entries(out.metrics).map(([m, r]) => {
     // a difference counts when its interval leaves out zero

@@ -38,7 +38,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/jobs/{job_id}/events"): ANY_KEY,
     ("GET", "/evaluations/suites"): ANY_KEY, ("POST", "/evaluations"): ANY_KEY, ("GET", "/evaluations"): ANY_KEY,
     ("GET", "/evaluations/{job_id}"): ANY_KEY, ("GET", "/evaluations/{job_id}/report"): ANY_KEY,
-    ("GET", "/evaluations/{job_id}/files/{name}"): ANY_KEY, ("POST", "/evaluations/compare"): ANY_KEY,
+    ("GET", "/evaluations/{job_id}/files/{name}"): ANY_KEY, ("POST", "/evaluations/{job_id}/compare"): ANY_KEY,
 }
 # Routes whose object (a job or an evaluation) belongs to a corpus, and the scope it needs there.
 OBJECT_SCOPE = {("POST", "/jobs/{job_id}/cancel"): "write", ("POST", "/evaluations"): "write"}
@@ -117,8 +117,8 @@ def _request(world: dict, method: str, path: str, key: str | None):
             else {"query": "bee"}
     elif path == "/evaluations" and method == "POST":
         kwargs["json"] = {"suite": "tiny"}
-    elif path == "/evaluations/compare":
-        kwargs["json"] = {"a": ids["bee-eval"], "b": ids["bee-eval"]}
+    elif path.endswith("/compare"):
+        kwargs["json"] = {"baseline": ids["bee-eval"]}
     elif path.endswith("/documents") and method == "POST":
         kwargs["files"] = [("files", ("x.pdf", _pdf("intruder")))]
     elif path.endswith("/search/image"):

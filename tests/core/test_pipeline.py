@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from mmrag.errors import Conflict, InvalidInput, NotFound
@@ -105,7 +106,10 @@ def test_engines_give_the_same_results(tmp_path, minilm, corpus_dir):
             p.close()
     half = len(results) // 2
     for a, b in zip(results[:half], results[half:], strict=True):
-        assert a[1:] == b[1:]
+        assert a[1:3] == b[1:3]  # the same pages in the same order
+        # text chunk vectors are stored as float16 (CorpusConfig.text_datatype): the engines round alike
+        # up to the last digit printed
+        assert np.allclose(a[3], b[3], atol=2e-4), (a, b)
 
 
 def test_corpus_records_its_creation_time(pipeline):

@@ -75,7 +75,7 @@ def test_compare_two_runs_over_rest_matches_the_cli_comparison(suite_dir, settin
                    for v in (None, "dense")]
             jobs = [_finished(client, i) for i in ids]
             assert all(j["state"] == "done" for j in jobs), jobs
-            r = client.post("/evaluations/compare", json={"a": ids[0], "b": ids[1]})
+            r = client.post(f"/evaluations/{ids[1]}/compare", json={"baseline": ids[0]})
             assert r.status_code == 200, r.text
             got = r.json()
             cli = compare_runs(pipeline.evaluations.out_dir(ids[0]), pipeline.evaluations.out_dir(ids[1]),
@@ -83,9 +83,9 @@ def test_compare_two_runs_over_rest_matches_the_cli_comparison(suite_dir, settin
             assert got["metrics"] == cli["metrics"] and got["paired_items"] == cli["paired_items"] > 0
             assert [got["a"]["id"], got["b"]["id"]] == ids and str(settings.data_dir) not in r.text
             assert [got["a"]["label"], got["b"]["label"]] == ["tiny (bm25)", "tiny:dense (text)"]
-            same = client.post("/evaluations/compare", json={"a": ids[0], "b": ids[0]})
+            same = client.post(f"/evaluations/{ids[0]}/compare", json={"baseline": ids[0]})
             assert same.status_code == 400 and "different runs" in same.json()["message"]
-            unknown = client.post("/evaluations/compare", json={"a": ids[0], "b": "deadbeef"})
+            unknown = client.post("/evaluations/deadbeef/compare", json={"baseline": ids[0]})
             assert unknown.status_code == 404
     finally:
         pipeline.close()
