@@ -28,7 +28,7 @@ from xml.parsers import expat
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge
-from mmrag.ingest.convert.references import OdfRules, OoxmlRules
+from mmrag.ingest.convert.references import OdfRules, OoxmlRules, StartOnly
 
 _SMALL = 1 << 20  # ratios of entries smaller than this (uncompressed) are not judged
 _CHUNK = 1 << 20
@@ -80,7 +80,7 @@ def _check_entries(infos: list[zipfile.ZipInfo], name: str, config: IngestConfig
     return total, ratio
 
 
-class _SheetRows:
+class _SheetRows(StartOnly):
     """OOXML worksheet rows of one part: its ``row`` elements counted, or the highest row number one of
     them names (``r``), whichever is more (a sheet spans to its last row)."""
 
@@ -93,15 +93,6 @@ class _SheetRows:
             self.count += 1
             number = attrs.get("r", "").strip()
             self.rows = max(self.rows, self.count, int(number) if number.isdigit() and len(number) < 12 else 0)
-
-    def end(self, tag: str) -> None:
-        pass
-
-    def chars(self, text: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class _OdfRows:

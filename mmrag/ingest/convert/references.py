@@ -75,6 +75,19 @@ def is_local(ref: str) -> bool:
     return bool(ref.strip()) and not _REMOTE.match(ref)
 
 
+class StartOnly:
+    """XML scanner rules that look only at start tags (the other handlers do nothing)."""
+
+    def end(self, tag: str) -> None:
+        pass
+
+    def chars(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class OoxmlRules:
     """XML scanner handlers for one part of a DOCX/PPTX/XLSX. Namespaced names are ``uri local``."""
 
@@ -141,7 +154,7 @@ def svg_href(name: str, local: str, attrs: dict[str, str]) -> None:
             raise refused(name, f"SVG {local} referencing {ref[:120]!r}")
 
 
-class OdfRules:
+class OdfRules(StartOnly):
     """XML scanner handlers for one part of an ODT/ODP/ODS (also the SVG images inside one)."""
 
     def __init__(self, name: str, part: str) -> None:
@@ -159,15 +172,6 @@ class OdfRules:
         for key, value in attrs.items():
             if key in (f"{XLINK} href", f"{_ODF}form:1.0 image-data") and not is_internal(value) and is_local(value):
                 raise refused(self.name, f"{local} linked to {value.strip()[:120]!r} in {self.part}")
-
-    def end(self, tag: str) -> None:
-        pass
-
-    def chars(self, text: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 _RTF_FLDINST = re.compile(rb"\\fldinst\b")
