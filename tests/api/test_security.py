@@ -241,14 +241,16 @@ def test_document_ids_are_bounded(keyed):
 # --- query images ------------------------------------------------------------------------------------
 
 class Decodes:
-    """Counts pixel decodes (PIL's Image.load) while installed."""
+    """Counts pixel decodes (PIL's Image.load) of images at least ``min_side`` wide while installed (other
+    threads of the process, e.g. the job runner rendering a page, decode their own small images)."""
 
-    def __init__(self, monkeypatch) -> None:
+    def __init__(self, monkeypatch, min_side: int = 4000) -> None:
         self.count = 0
         original = Image.Image.load
 
         def load(img, *a, **k):
-            self.count += 1
+            if min(img.size) >= min_side:
+                self.count += 1
             return original(img, *a, **k)
 
         monkeypatch.setattr(Image.Image, "load", load)
