@@ -46,9 +46,9 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         app.state.pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
         app.state.settings = settings
         app.state.auth = AuthGate(settings)
-        app.state.pipeline.enable_answers()  # load the VLM at start-up: /health says whether it is on
+        app.state.pipeline.answers.enable()  # load the VLM at start-up: /health says whether it is on
         # the embedders of the served corpora load in the background: the first search or upload does not stall
-        threading.Thread(target=app.state.pipeline.warm_up, name="mmrag-warm-up", daemon=True).start()
+        threading.Thread(target=app.state.pipeline.corpora.warm_up, name="mmrag-warm-up", daemon=True).start()
         marker = server_file(settings)
         url = os.environ.get("MMRAG_SERVER_URL", f"http://{settings.api.host}:{settings.api.port}")
         with open(marker, "w") as fh:
@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         if format == "prometheus":
             return Response(app.state.metrics.render(), media_type=CONTENT_TYPE)
         pipeline = app.state.pipeline
-        engine = pipeline.answerer.engine if pipeline.answerer is not None else None
+        engine = pipeline.answers.engine
         return JSONResponse({"vlm": engine.stats() if engine is not None else None, "spaces": sorted(pipeline.spaces),
                              "unavailable": dict(pipeline.unavailable)})
 

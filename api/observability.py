@@ -87,7 +87,7 @@ class StateCollector(Collector):
         for name, q in sorted(queues.items()):
             depth.add_metric([name], q.qsize())
         yield depth
-        engine = pipeline.answerer.engine if pipeline.answerer is not None else None
+        engine = pipeline.answers.engine
         if engine is not None:
             yield from vlm_metrics(engine)
 

@@ -63,7 +63,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         settings = merge_settings(settings, spec.get("settings", {}))
         pipeline = build_pipeline(settings, embedders={"text": minilm})
         try:
-            pipeline.create_corpus("c")  # the default spaces the embedders give: text, bm25, document
+            pipeline.corpora.create_corpus("c")  # the default spaces the embedders give: text, bm25, document
             t0 = time.perf_counter()
             job = pipeline.ingest_uploads("c", uploads)
             seconds = time.perf_counter() - t0

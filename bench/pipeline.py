@@ -75,7 +75,7 @@ def fresh(root: Path, name: str, embedders: dict[str, Embedder], args: argparse.
     if not run_jobs:  # stages alone: plan releases every parse at once (no window between stages)
         settings.jobs.parse_ahead = MAX_AHEAD
     p = build_pipeline(settings, embedders=embedders, run_jobs=run_jobs)
-    p.create_corpus("bench")  # every space the embedders give (text + bm25, and clip + colpali)
+    p.corpora.create_corpus("bench")  # every space the embedders give (text + bm25, and clip + colpali)
     return p
 
 

@@ -69,7 +69,7 @@ def open_pipeline(data_dir: Path, queries: list[np.ndarray]) -> Pipeline:
 def load_pages(pipeline: Pipeline, pages: list[np.ndarray], quantization: str = "none", batch: int = 250) -> None:
     """Create the corpus and upsert every page's vectors (as the indexer would), then optimise."""
     config = CorpusConfig(spaces=["colpali"], prefetch_quantization=quantization)  # type: ignore[arg-type]
-    pipeline.create_corpus(CORPUS, config)
+    pipeline.corpora.create_corpus(CORPUS, config)
     for start in range(0, len(pages), batch):
         points = []
         for i in range(start, min(start + batch, len(pages))):

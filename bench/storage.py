@@ -49,7 +49,7 @@ def one_run(files: list[Path], arm: str, minilm: object) -> dict[str, float]:
         settings.ingest.keep_page_files = arm == "files"
         pipeline = build_pipeline(settings, embedders={"text": minilm})  # type: ignore[dict-item]
         try:
-            pipeline.create_corpus("c", CorpusConfig(text_datatype="float32") if arm == "float32" else None)
+            pipeline.corpora.create_corpus("c", CorpusConfig(text_datatype="float32") if arm == "float32" else None)
             uploads = [Upload(p.name, p.read_bytes(), {}) for p in files]
             t0 = time.perf_counter()
             job = pipeline.ingest_uploads("c", uploads)

@@ -16,18 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mmrag.catalog import Catalog, check_corpus_name
-from mmrag.config import CorpusConfig, Settings
+from mmrag.answers import Answers
+from mmrag.catalog import Catalog
+from mmrag.config import Settings
+from mmrag.corpora import Corpora
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
-from mmrag.embed.lazy import LOAD_ERRORS, LazyEmbedder, model_states, one_line, usable
-from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound, Unavailable, error_for_code
+from mmrag.embed.lazy import LazyEmbedder, model_states, one_line
+from mmrag.errors import Conflict, InvalidInput, NotFound, error_for_code
 from mmrag.hub import go_offline_if_unreachable
 from mmrag.jobs.model import FileState, FileStatus, JobStatus
 from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 
 if TYPE_CHECKING:
     from mmrag.evaluate.service import EvaluationService
-    from mmrag.generate.answer import AnswerService
+    from mmrag.evaluate.targets import IngestFiles
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
@@ -35,8 +37,8 @@ from mmrag.jobs.writer import JobWriter, Upload, check_upload
 from mmrag.retrieve import Retriever
 from mmrag.spaces import Bm25Space, Space, TextDenseSpace
 from mmrag.spaces.document import DocumentSpace
-from mmrag.store import CollectionSpec, VectorStore, open_store
-from mmrag.types import SPACES, DocumentInfo, SearchRequest, SearchResult
+from mmrag.store import VectorStore, open_store
+from mmrag.types import DocumentInfo, SearchRequest, SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -91,72 +93,11 @@ class Pipeline:
     jobs: JobStore  # job state (written only by this process: it owns the store)
     job_writer: JobWriter  # the owner side of jobs: applies write/commit work, deletes documents
     runner: JobRunner  # runs ingestion jobs: embedded threads or Celery workers (every ingest goes here)
-    unavailable: dict[str, str] = field(default_factory=dict)  # space -> why it is off
+    corpora: Corpora  # create / delete corpora and documents, warm up the models they use
+    answers: Answers  # retrieval + VLM (or extractive) answers, built on first enable()
+    unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
-    answerer: AnswerService | None = None  # retrieval + VLM (or extractive) answers, built by enable_answers
-    evaluations: EvaluationService = field(init=False)  # evaluation jobs over this pipeline (REST)
-
-    def __post_init__(self) -> None:
-        from mmrag.evaluate.service import EvaluationService
-
-        self.evaluations = EvaluationService(self, self.settings.data_dir / "evaluations",
-                                             self.settings.eval_suites_dir, answerer=self)
-
-    # corpora -----------------------------------------------------------------
-    def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
-        return CollectionSpec(spaces=tuple(s for name in config.spaces
-                                           for s in self.spaces[name].for_corpus(config).specs()))
-
-    def create_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
-        """Create a corpus with the requested spaces that are available here."""
-        check_corpus_name(name)
-        config = (config or CorpusConfig()).model_copy()
-        unknown = [s for s in config.spaces if s not in SPACES]
-        if unknown:
-            from mmrag.errors import InvalidInput
-
-            raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(SPACES)}")
-        # a space with a model is available when its model loads (now, on first need: its dim shapes the collection)
-        dropped = [s for s in config.spaces if s not in self.spaces or (s in self.embedders
-                                                                        and not usable(self.embedders[s]))]
-        if dropped:
-            log.warning("corpus %s: created without spaces %s (%s)", name, dropped,
-                        "; ".join(f"{s}: {one_line(self.unavailable.get(s, 'not configured'), 100)}"
-                                  for s in dropped))
-        config.spaces = [s for s in config.spaces if s not in dropped]
-        if not config.spaces:
-            raise Unavailable(f"none of the requested spaces is available: {self.unavailable}")
-        for space, embedder in self.embedders.items():
-            if space in config.spaces:
-                setattr(config, f"{space}_model", embedder.spec)
-        if self.catalog.has_corpus(name):
-            raise Conflict(f"corpus {name!r} already exists")
-        self.store.create_collection(name, self.collection_spec(config))
-        self.catalog.create_corpus(name, config)
-        return config
-
-    def warm_up(self) -> None:
-        """Load the models that the served corpora use (and the text model, which every corpus needs) now
-        rather than on the first request: the API calls this on a background thread at start-up. Models no
-        corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
-        wanted = {"text"}
-        for _, config, *_ in self.catalog.list_corpora():
-            wanted.update(config.spaces)
-        for space in sorted(wanted & set(self.embedders)):
-            usable(self.embedders[space])
-
-    def ensure_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
-        if self.catalog.has_corpus(name):
-            return self.catalog.corpus_config(name)
-        try:
-            return self.create_corpus(name, config)
-        except Conflict:
-            return self.catalog.corpus_config(name)
-
-    def delete_corpus(self, name: str) -> None:
-        self.catalog.corpus_config(name)
-        self.store.delete_collection(name)
-        self.catalog.delete_corpus(name)
+    evaluations: EvaluationService = field(init=False)  # evaluation jobs over this process's parts (REST)
 
     # documents: every ingest is a job ---------------------------------------------------
     def ingest_uploads(self, corpus: str, uploads: list[Upload],
@@ -207,14 +148,6 @@ class Pipeline:
             return self.catalog.document(job.corpus, f.document_id)
         raise error_for_code(f.error or "error", f"{f.filename}: {f.message or f.state.value}", fallback=InvalidInput)
 
-    def optimize(self, corpus: str) -> None:
-        """Build the corpus's indexes and quantised vectors now (the job writer does so after each job)."""
-        self.catalog.corpus_config(corpus)
-        self.store.optimize(corpus)
-
-    def delete_document(self, corpus: str, doc_id: str) -> None:
-        self.job_writer.delete_document(corpus, doc_id)
-
     # search ------------------------------------------------------------------
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         return self.retriever.search(corpus, request)
@@ -234,47 +167,11 @@ class Pipeline:
         """What a runner needs to run the worker stages (parse, embed) in this process."""
         return build_stage_context(self.settings, self.spaces)
 
-    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
-        """One answer as plain data (the evaluation's ``Answerer``): the answer service's ``done`` event."""
-        from mmrag.generate.answer import event_payloads, final_answer
-
-        return final_answer(event_payloads(self.enable_answers().answer_stream(corpus, question, top_k)))
-
-    def load_page_image(self, corpus: str, page_id: str) -> bytes:
-        """PNG bytes of a stored page (NotFound for an unknown page), as the embedders saw it."""
-        return self.catalog.page_image(corpus, page_id)
-
-    def enable_answers(self) -> AnswerService:
-        """Build the answer service once (loads the VLM). When the configured VLM cannot be loaded the
-        service still answers, extractively, and ``unavailable['vlm']`` says why."""
-        if self.answerer is None:
-            from mmrag.generate.answer import AnswerService
-
-            if self.settings.vlm.backend == "transformers":
-                go_offline_if_unreachable()
-            try:
-                self.answerer = AnswerService.from_config(self.search, self.load_page_image, self.settings.vlm)
-            except LOAD_ERRORS as exc:
-                vlm = self.settings.vlm
-                reason = exc.message if isinstance(exc, MMRAGError) else str(exc)
-                self.unavailable["vlm"] = f"{vlm.model}: {reason}"
-                log.warning("VLM %s is not available, answers will be extractive: %s", vlm.model, one_line(reason))
-                self.answerer = AnswerService(self.search, self.load_page_image, None,
-                                              default_visual_token_budget=vlm.visual_token_budget,
-                                              max_tokens_per_image=vlm.max_visual_tokens_per_image,
-                                              default_max_new_tokens=vlm.max_new_tokens,
-                                              extractive_reason=f"The VLM {vlm.model} could not be loaded "
-                                                                f"({one_line(reason)})")
-            if self.settings.vlm.backend == "none":
-                self.unavailable.setdefault("vlm", "disabled in configuration (vlm.backend = none)")
-        return self.answerer
-
     def close(self) -> None:
         """Stop the job runner (work in flight resumes at the next start) and evaluations, then the stores."""
         self.runner.stop()
         self.evaluations.close()
-        if self.answerer is not None and self.answerer.engine is not None:
-            self.answerer.engine.close()
+        self.answers.close()
         self.store.close()
         self.catalog.close()
         self.jobs.close()
@@ -354,11 +251,24 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     jobs = JobStore(data_dir)
     writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)))
     job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces), settings)
+    corpora = Corpora(catalog, store, spaces, embedders, unavailable, writer)
+    answers = Answers(retriever.search, catalog.page_image, settings.vlm, unavailable)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
-                        unavailable, owner)
+                        corpora, answers, unavailable, owner)
+    pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest_files, retriever, answers)
     if run_jobs:
         job_runner.start()
     return pipeline
+
+
+def build_evaluations(settings: Settings, corpora: Corpora, ingest_files: IngestFiles, retriever: Retriever,
+                      answers: Answers) -> EvaluationService:
+    """The evaluation jobs of the REST API, run in this process: its corpora, ingestion, search, answers."""
+    from mmrag.evaluate.service import EvaluationService
+    from mmrag.evaluate.targets import InProcessTarget
+
+    target = InProcessTarget(corpora, ingest_files, retriever.search, answers)
+    return EvaluationService(target, settings.data_dir / "evaluations", settings.eval_suites_dir)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:

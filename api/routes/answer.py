@@ -54,9 +54,10 @@ class AnswerOut(BaseModel):
 
 
 def _events(pipeline: Any, corpus: str, body: AnswerIn) -> Iterator[AnswerEvent]:
-    if pipeline.answerer is None:
+    service = pipeline.answers.service
+    if service is None:
         raise Unavailable("no answer service configured")
-    return pipeline.answerer.answer_stream(  # type: ignore[no-any-return]
+    return service.answer_stream(  # type: ignore[no-any-return]
         corpus, body.question, body.top_k, body.visual_token_budget, body.max_new_tokens,
         document_ids=body.document_ids)
 

@@ -25,7 +25,7 @@ def create_corpus(body: CorpusCreate, pipeline: PipelineDep, _: AdminDep) -> Cor
     config = body.config
     if config is not None:
         config = config.model_copy(update={"spaces": list(dict.fromkeys(config.spaces))})
-    pipeline.create_corpus(body.name, config)
+    pipeline.corpora.create_corpus(body.name, config)
     return corpus_out(*pipeline.catalog.corpus_summary(body.name))
 
 
@@ -46,4 +46,4 @@ def delete_corpus(corpus: str, pipeline: PipelineDep, gate: GateDep, _: AdminDep
     revoked first: a corpus created later under the same name does not answer to them."""
     pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus, before any key is touched
     gate.keys.revoke_corpus(corpus)
-    pipeline.delete_corpus(corpus)
+    pipeline.corpora.delete_corpus(corpus)

@@ -193,7 +193,7 @@ def get_document(corpus: str, document_id: str, request: Request, pipeline: Pipe
 @router.delete("/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))
 def delete_document(corpus: str, document_id: str, pipeline: PipelineDep, _: WriteDep) -> None:
     """Delete a document: its vectors, pages and images."""
-    pipeline.delete_document(corpus, document_id)
+    pipeline.corpora.delete_document(corpus, document_id)
 
 
 @router.get("/pages/{page_id}/image", responses={**responses(404), 200: {"content": {"image/png": {}}}},

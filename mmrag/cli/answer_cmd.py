@@ -30,7 +30,7 @@ def _local_events(corpus: str, body: dict[str, Any]):  # type: ignore[no-untyped
 
     pipeline = build_pipeline(load_settings(), run_jobs=False)
     try:
-        service = pipeline.enable_answers()
+        service = pipeline.answers.enable()
         yield from event_payloads(service.answer_stream(corpus, body["question"], body["top_k"],
                                                         body["visual_token_budget"], body["max_new_tokens"]))
     finally:

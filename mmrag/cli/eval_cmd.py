@@ -57,7 +57,7 @@ def _run(suite: Suite, out: Path, api: str | None, data_dir: Path | None, plots:
         settings = merge_settings(load_settings(data_dir=data_dir), suite.spec.pipeline.settings)
         pipeline = build_pipeline(settings)
         try:
-            return run_suite(suite, pipeline, out, progress=callback, answerer=pipeline, plots=plots)
+            return run_suite(suite, pipeline, out, progress=callback, answerer=pipeline.answers, plots=plots)
         finally:
             pipeline.close()
 

@@ -69,7 +69,7 @@ class LocalBackend:
         return self.pipeline.jobs.status(job_id).summary()
 
     def ensure_corpus(self, corpus: str) -> None:
-        self.pipeline.ensure_corpus(corpus)
+        self.pipeline.corpora.ensure_corpus(corpus)
 
     def search(self, corpus: str, request: SearchRequest) -> list[dict[str, Any]]:
         return [e.as_json() for e in self.pipeline.search(corpus, request).evidence]

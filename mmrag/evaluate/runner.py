@@ -58,7 +58,7 @@ def as_target(target: EvalTarget | SearchPipeline, answerer: Answerer | None = N
     """A pipeline object is wrapped in :class:`InProcessTarget`; a target is returned as is."""
     if hasattr(target, "prepare") and hasattr(target, "can_answer"):
         return target  # type: ignore[return-value]
-    return InProcessTarget(target, answerer)  # type: ignore[arg-type]
+    return InProcessTarget.of(target, answerer)  # type: ignore[arg-type]
 
 
 def run_suite(

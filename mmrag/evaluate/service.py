@@ -1,8 +1,9 @@
 """Evaluation jobs for the REST API: start a suite run in the background, follow its
 progress, fetch its report.
 
-Lifecycle: one :class:`EvaluationService` per server process, built by the shell with the
-pipeline; runs one evaluation at a time on its own thread (queued ones wait); job state is
+Lifecycle: one :class:`EvaluationService` per process, built by the composition root
+(:func:`mmrag.pipeline.build_pipeline`) over an in-process target (corpora, ingestion, search and the
+answer service); runs one evaluation at a time on its own thread (queued ones wait); job state is
 kept in ``<root>/<id>/job.json`` so finished reports survive a restart.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound
 from mmrag.evaluate.runner import ProgressEvent, run_suite
 from mmrag.evaluate.suite import load_suite
-from mmrag.evaluate.targets import Answerer, SearchPipeline
+from mmrag.evaluate.targets import EvalTarget
 
 log = logging.getLogger(__name__)
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -47,9 +48,8 @@ class EvalJob:
 
 
 class EvaluationService:
-    def __init__(self, pipeline: SearchPipeline, root: Path, suites_dir: Path,
-                 answerer: Answerer | None = None) -> None:
-        self.pipeline, self.root, self.suites_dir, self.answerer = pipeline, root, suites_dir, answerer
+    def __init__(self, target: EvalTarget, root: Path, suites_dir: Path) -> None:
+        self.target, self.root, self.suites_dir = target, root, suites_dir
         self.root.mkdir(parents=True, exist_ok=True)
         self._jobs: dict[str, EvalJob] = {}
         self._lock = threading.Lock()
@@ -143,8 +143,7 @@ class EvaluationService:
         self._save(job)
         try:
             suite = load_suite(self.suites_dir / job.suite, variant=job.variant)
-            report = run_suite(suite, self.pipeline, self.out_dir(job.id), answerer=self.answerer,
-                               progress=lambda e: self._progress(job, e))
+            report = run_suite(suite, self.target, self.out_dir(job.id), progress=lambda e: self._progress(job, e))
             job.metrics, job.state = report.metrics, "done"
         except MMRAGError as exc:
             job.state, job.error = "failed", f"{exc.code}: {exc.message}"

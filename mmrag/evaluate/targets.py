@@ -21,11 +21,28 @@ IngestProgress = Callable[[int, int, str], None]
 """Called as ``(done, total, filename)`` as files are ingested."""
 
 
-@runtime_checkable
-class SearchPipeline(Protocol):
-    """The slice of ``mmrag.pipeline.Pipeline`` an evaluation needs."""
+class CorpusMaker(Protocol):
+    """Creates a corpus unless it exists (:class:`mmrag.corpora.Corpora`)."""
 
     def ensure_corpus(self, name: str, config: Any = None) -> object: ...
+
+
+class IngestFiles(Protocol):
+    def __call__(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
+                 progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
+        """Index the files (one ingestion job) and wait; ``progress`` is called with the job's status."""
+        ...
+
+
+SearchFn = Callable[[str, SearchRequest], SearchResult]
+
+
+@runtime_checkable
+class SearchPipeline(Protocol):
+    """The slice of ``mmrag.pipeline.Pipeline`` an in-process evaluation needs."""
+
+    @property
+    def corpora(self) -> CorpusMaker: ...
 
     def ingest_files(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
                      progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
@@ -94,13 +111,18 @@ def _answer_outcome(data: dict[str, Any]) -> AnswerOutcome:
 
 
 class InProcessTarget:
-    """Runs against a pipeline object (and optionally an answerer) in this process."""
+    """Runs against this process's corpora, ingestion and search (and optionally an answerer)."""
 
-    def __init__(self, pipeline: SearchPipeline, answerer: Answerer | None = None) -> None:
-        self.pipeline = pipeline
+    def __init__(self, corpora: CorpusMaker, ingest_files: IngestFiles, search: SearchFn,
+                 answerer: Answerer | None = None) -> None:
+        self.corpora, self.ingest_files, self.search_fn = corpora, ingest_files, search
         self.answerer = answerer
         self.description = "in-process"
         self.can_answer = answerer is not None
+
+    @classmethod
+    def of(cls, pipeline: SearchPipeline, answerer: Answerer | None = None) -> InProcessTarget:
+        return cls(pipeline.corpora, pipeline.ingest_files, pipeline.search, answerer)
 
     def prepare(
         self,
@@ -113,18 +135,18 @@ class InProcessTarget:
             if config:
                 from mmrag.config import CorpusConfig
 
-                self.pipeline.ensure_corpus(corpus, CorpusConfig.model_validate(config))
+                self.corpora.ensure_corpus(corpus, CorpusConfig.model_validate(config))
             else:
-                self.pipeline.ensure_corpus(corpus)
+                self.corpora.ensure_corpus(corpus)
         def on_job(job: JobStatus) -> None:
             progress(sum(f.state in FINISHED_FILE for f in job.files), len(files), "")
 
-        docs = self.pipeline.ingest_files(corpus, list(files), {"source": "eval"}, on_job)
+        docs = self.ingest_files(corpus, list(files), {"source": "eval"}, on_job)
         progress(len(docs), len(files), "")
         return {"documents": len(docs), "pages": sum(d.page_count for d in docs)}
 
     def search(self, corpus: str, request: SearchRequest) -> SearchOutcome:
-        result = self.pipeline.search(corpus, request)
+        result = self.search_fn(corpus, request)
         hits = [Hit(e.filename, e.page, e.score, e.document_id, dict(e.scores)) for e in result.evidence]
         return SearchOutcome(hits, dict(result.timings))
 

@@ -14,7 +14,7 @@ DOCS = ["2305.03393v1-pg9.pdf", "amt_handbook_sample.pdf", "normal_4pages.pdf", 
 
 
 def _load(pipeline, corpus_dir, metadata=None):
-    pipeline.create_corpus("c")
+    pipeline.corpora.create_corpus("c")
     for i, name in enumerate(DOCS):
         pipeline.ingest_path("c", corpus_dir / "pdf" / name, metadata or {"group": "a" if i % 2 else "b"})
 
@@ -29,15 +29,15 @@ def test_ingest_is_idempotent_and_delete_removes_points(pipeline, corpus_dir):
     assert pipeline.store.count("c") == pages
     doc = next(d for d in pipeline.catalog.list_documents("c") if d.filename == "normal_4pages.pdf")
     page_ids = [p.id for p in pipeline.catalog.pages_of("c", doc.id)]
-    assert len(page_ids) == 4 and all(pipeline.load_page_image("c", p)[:4] == b"\x89PNG" for p in page_ids)
-    pipeline.delete_document("c", doc.id)
+    assert len(page_ids) == 4 and all(pipeline.catalog.page_image("c", p)[:4] == b"\x89PNG" for p in page_ids)
+    pipeline.corpora.delete_document("c", doc.id)
     assert pipeline.store.count("c") == pages - 4
     assert pipeline.catalog.pages_of("c", doc.id) == []
     for page_id in page_ids:
         with pytest.raises(NotFound):
-            pipeline.load_page_image("c", page_id)
+            pipeline.catalog.page_image("c", page_id)
     with pytest.raises(NotFound):
-        pipeline.delete_document("c", doc.id)
+        pipeline.corpora.delete_document("c", doc.id)
 
 
 def test_search_filters_and_explain(pipeline, corpus_dir):
@@ -66,7 +66,7 @@ def test_search_filters_and_explain(pipeline, corpus_dir):
     (SearchRequest(query="", image=b"not an image"), "cannot be decoded"),
 ])
 def test_bad_search_requests(pipeline, request_, match):
-    pipeline.create_corpus("c")
+    pipeline.corpora.create_corpus("c")
     with pytest.raises(InvalidInput, match=match):
         pipeline.search("c", request_)
 
@@ -74,11 +74,11 @@ def test_bad_search_requests(pipeline, request_, match):
 def test_unknown_corpus_and_conflicts(pipeline):
     with pytest.raises(NotFound, match="unknown corpus"):
         pipeline.search("nope", SearchRequest(query="x"))
-    pipeline.create_corpus("c")
+    pipeline.corpora.create_corpus("c")
     with pytest.raises(Conflict):
-        pipeline.create_corpus("c")
+        pipeline.corpora.create_corpus("c")
     with pytest.raises(InvalidInput, match="not allowed"):
-        pipeline.create_corpus("Bad Name!")
+        pipeline.corpora.create_corpus("Bad Name!")
 
 
 def test_data_folder_has_one_owner(settings, minilm):
@@ -136,14 +136,14 @@ def test_warm_up_loads_the_text_model_and_the_models_of_served_corpora_only(tmp_
     first = build_pipeline(settings, run_jobs=False)
     try:
         assert {s: e.state for s, e in first.embedders.items()} == {"text": "not loaded", "clip": "not loaded"}
-        first.warm_up()
+        first.corpora.warm_up()
         assert {s: e.state for s, e in first.embedders.items()} == {"text": "loaded", "clip": "not loaded"}
-        first.create_corpus("c", CorpusConfig(spaces=["text", "clip"]))
+        first.corpora.create_corpus("c", CorpusConfig(spaces=["text", "clip"]))
     finally:
         first.close()
     again = build_pipeline(settings, run_jobs=False)  # a restart: corpus "c" uses clip, so it loads now
     try:
-        again.warm_up()
+        again.corpora.warm_up()
         assert {s: e.state for s, e in again.embedders.items()} == {"text": "loaded", "clip": "loaded"}
     finally:
         again.close()

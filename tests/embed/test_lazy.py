@@ -89,7 +89,7 @@ def test_a_process_loads_only_the_models_its_corpora_use(lazy_pipeline, corpus_d
     p = lazy_pipeline
     assert states(p) == {"text": "not loaded", "clip": "not loaded", "colpali": "not loaded"}
     assert p.health()["spaces"]["bm25"] == {"model": None, "state": "loaded"}
-    config = p.create_corpus("c", CorpusConfig(spaces=["text", "bm25", "clip"]))
+    config = p.corpora.create_corpus("c", CorpusConfig(spaces=["text", "bm25", "clip"]))
     assert config.clip_model == p.settings.embed.clip_model and config.colpali_model is None
     assert states(p) == {"text": "loaded", "clip": "loaded", "colpali": "not loaded"}
     pdf = sorted((corpus_dir / "pdf").glob("*.pdf"))[0]
@@ -106,7 +106,7 @@ def test_a_model_that_cannot_load_is_left_out_of_new_corpora_with_its_reason(tmp
     settings.embed.clip_model = f"open_clip:ViT-B-32/{tmp_path / 'missing.safetensors'}"
     p = build_pipeline(settings)
     try:
-        config = p.create_corpus("c")  # default spaces: text, bm25, clip, colpali, ...
+        config = p.corpora.create_corpus("c")  # default spaces: text, bm25, clip, colpali, ...
         assert {"text", "bm25"} <= set(config.spaces) and not {"clip", "colpali"} & set(config.spaces)
         assert config.clip_model is None and config.text_model == "fake:8"
         health = p.health()

@@ -70,6 +70,7 @@ class FakePipeline:
     def __init__(self) -> None:
         self.pages: dict[str, list[tuple[str, int, str]]] = {}
         self.ingested: list[str] = []
+        self.corpora = self  # it makes its own corpora (ensure_corpus)
 
     def ensure_corpus(self, name: str) -> None:
         self.pages.setdefault(name, [])

@@ -38,7 +38,7 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
     numbered = load_suite(numbered_quick_suite(tmp_path / "suite"), variant="quick-numbered", corpus_dir=corpus_dir)
     pipeline = build_pipeline(make_settings(tmp_path / "local"), embedders={"text": minilm})
     try:
-        local = run_suite(suite, pipeline, tmp_path / "local-run", answerer=pipeline, plots=False)
+        local = run_suite(suite, pipeline, tmp_path / "local-run", answerer=pipeline.answers, plots=False)
         jobs = pipeline.jobs.list_jobs(suite.corpus_name)
         local_numbered = run_suite(numbered, pipeline, tmp_path / "local-numbered", plots=False)
     finally:

@@ -143,7 +143,7 @@ def test_a_query_naming_row_and_column_finds_the_continued_page(tmp_path, minilm
     settings.jobs.batch_pages = 2  # the continued page starts the second batch
     pipe = build_pipeline(settings, embedders={"text": minilm})
     try:
-        pipe.create_corpus("t", CorpusConfig(spaces=["text", "bm25"], chunk_context=["section"]))
+        pipe.corpora.create_corpus("t", CorpusConfig(spaces=["text", "bm25"], chunk_context=["section"]))
         info = pipe.ingest_bytes("t", continued_table_pdf(), "regions.pdf").document
         stored = pipe.catalog.pages_of("t", info.id)
         assert stored[2].table_header == REVENUE and stored[0].context == ["Regional results"]

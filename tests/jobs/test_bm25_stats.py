@@ -71,7 +71,7 @@ def test_length_is_the_dl_qdrant_normalises_by():
 
 
 def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
-    pipe.create_corpus("c", CorpusConfig(spaces=SPACES))
+    pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
     pipe.ingest_bytes("c", words_pdf(1, 3, 60), "a.pdf")
     pipe.ingest_bytes("c", words_pdf(2, 2, 200), "b.pdf")
     lengths = [bm25_length(t) for _, _, t, _ in pipe.catalog.page_texts("c")]
@@ -84,7 +84,7 @@ def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
 
 
 def test_a_fixed_average_stays_fixed(pipe):
-    pipe.create_corpus("f", CorpusConfig(spaces=SPACES, bm25_avg_len=300))
+    pipe.corpora.create_corpus("f", CorpusConfig(spaces=SPACES, bm25_avg_len=300))
     pipe.ingest_bytes("f", words_pdf(3, 2, 400), "long.pdf")
     assert pipe.catalog.corpus_config("f").bm25_avg_len == 300
     assert {pid: v[0] for pid, v in stored(pipe, "f").items()} == expected(pipe, "f", 300)
@@ -93,7 +93,7 @@ def test_a_fixed_average_stays_fixed(pipe):
 
 
 def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe, tmp_path, monkeypatch):
-    pipe.create_corpus("c", CorpusConfig(spaces=SPACES))
+    pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
     short, similar, long = words_pdf(4, 3, 50), words_pdf(5, 2, 55), words_pdf(6, 3, 600)
     pipe.ingest_bytes("c", short, "short.pdf")
     first, _ = pipe.catalog.bm25_indexed("c")
@@ -116,14 +116,14 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
         assert bm25 != reweighted[pid][0]
         assert reweighted[pid][1] == text and reweighted[pid][2] == payload
 
-    pipe.create_corpus("fresh", CorpusConfig(spaces=SPACES, bm25_avg_len=now))
+    pipe.corpora.create_corpus("fresh", CorpusConfig(spaces=SPACES, bm25_avg_len=now))
     for name, data in (("short.pdf", short), ("similar.pdf", similar), ("long.pdf", long)):
         pipe.ingest_bytes("fresh", data, name)
     fresh = stored(pipe, "fresh")
     assert fresh.keys() == reweighted.keys()
     assert all(fresh[pid][0] == reweighted[pid][0] for pid in fresh)
 
-    pipe.delete_document("c", long_doc.id)  # deleting moves the average back: re-weighted again
+    pipe.corpora.delete_document("c", long_doc.id)  # deleting moves the average back: re-weighted again
     back, _ = pipe.catalog.bm25_indexed("c")
     assert back == pytest.approx(bm25_stats.corpus_avg_len(pipe.catalog, "c")) and back < now
     assert {pid: v[0] for pid, v in stored(pipe, "c").items()} == expected(pipe, "c", back)

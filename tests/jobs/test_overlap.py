@@ -66,7 +66,7 @@ def test_parse_of_the_next_batch_runs_while_a_batch_embeds_within_the_window(set
         gated = GateEmbedder(gate, parsed, runner.queues["cpu"])
         text_space = runner.ctx.spaces["text"]  # type: ignore[index]
         monkeypatch.setattr(text_space, "embedder", gated)
-        pipeline.create_corpus("c")
+        pipeline.corpora.create_corpus("c")
         job_id = runner.submit("c", [Upload("five.pdf", text_pdf("gate", 5), {})])
         assert gated.entered.wait(timeout=60), "batch 0 never reached the embedder"
         if ahead == 0:

@@ -17,7 +17,7 @@ def fake_pipeline(settings):
     settings.jobs.batch_pages = 2
     settings.embed.text_model = "fake:384"
     p = build_pipeline(settings, embedders={"text": load_embedder("fake:384")})
-    p.create_corpus("c")
+    p.corpora.create_corpus("c")
     yield p
     p.close()
 
@@ -74,7 +74,7 @@ def test_transient_errors_retry_with_backoff_then_fail_the_file(settings, failur
     settings.jobs.retry_backoff_s, settings.jobs.max_retries = 0.05, 3
     flaky = FlakyEmbedder(failures)
     p = build_pipeline(settings, embedders={"text": flaky})  # type: ignore[dict-item]
-    p.create_corpus("c", CorpusConfig(spaces=["text", "bm25"]))  # one embedding call per try
+    p.corpora.create_corpus("c", CorpusConfig(spaces=["text", "bm25"]))  # one embedding call per try
     try:
         job_id = p.runner.submit("c", [Upload("a.pdf", text_pdf("flaky", 1), {})])
         job = wait_until(lambda: _finished(p, job_id), timeout=60)

@@ -22,7 +22,7 @@ def data_dir(tmp_path, monkeypatch, minilm):
 
     settings = make_settings(tmp_path / "data")
     pipeline = build_pipeline(settings, embedders={"text": minilm})
-    pipeline.create_corpus("docs")
+    pipeline.corpora.create_corpus("docs")
     pipeline.ingest_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
     pipeline.close()
     monkeypatch.setenv("MMRAG_DATA_DIR", str(settings.data_dir))

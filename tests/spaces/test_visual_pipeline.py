@@ -35,7 +35,7 @@ def visual(tmp_path_factory, minilm, corpus_dir):
     colpali = load_embedder(f"hf:{build_tiny_hf_colqwen2(root / 'colqwen')}", options)
     embedders = {"text": minilm, "clip": clip, "colpali": colpali}
     pipeline = build_pipeline(make_settings(root / "data"), embedders=embedders)
-    pipeline.create_corpus("v")
+    pipeline.corpora.create_corpus("v")
     pdf = pipeline.ingest_path("v", corpus_dir / "pdf" / "multi_page.pdf", {"team": "red"})
     image = pipeline.ingest_bytes("v", png(1), "photo.png", {"team": "blue"}).document
     pipeline.ingest_bytes("v", png(2), "other.png", {"team": "blue"})
@@ -45,7 +45,7 @@ def visual(tmp_path_factory, minilm, corpus_dir):
 
 def test_collection_has_full_and_pooled_colpali_vectors(visual):
     pipeline, pdf, _ = visual
-    names = {s.name: s for s in pipeline.collection_spec(pipeline.catalog.corpus_config("v")).spaces}
+    names = {s.name: s for s in pipeline.corpora.collection_spec(pipeline.catalog.corpus_config("v")).spaces}
     assert names["colpali"].kind == "multivector" and not names["colpali"].index
     assert names["colpali_mean"].kind == "dense" and names["clip"].kind == "dense"
     hits = pipeline.store.scroll("v")

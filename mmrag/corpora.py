@@ -1,0 +1,101 @@
+"""Corpus management: create (with the spaces available here), delete, and the models corpora use.
+
+Lifecycle: one :class:`Corpora` per process, built by :func:`mmrag.pipeline.build_pipeline` over the
+pipeline's catalog, store, spaces and embedders; thread-safe as far as the catalog and store are.
+Documents are deleted through the job writer, which owns every write to a corpus's rows and vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from mmrag.catalog import Catalog, check_corpus_name
+from mmrag.config import CorpusConfig
+from mmrag.embed.base import Embedder
+from mmrag.embed.lazy import one_line, usable
+from mmrag.errors import Conflict, InvalidInput, Unavailable
+from mmrag.jobs.writer import JobWriter
+from mmrag.spaces import Space
+from mmrag.store import CollectionSpec, VectorStore
+from mmrag.types import SPACES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Corpora:
+    """Creates and deletes corpora: a catalog row and a store collection shaped by the corpus's spaces."""
+
+    catalog: Catalog
+    store: VectorStore
+    spaces: dict[str, Space]
+    embedders: dict[str, Embedder]  # space name -> embedder (lazy: a model loads on first need)
+    unavailable: dict[str, str]  # space -> why it is off (shared with the pipeline; filled as models fail)
+    writer: JobWriter  # deletes documents (the single writer of a corpus's rows and vectors)
+
+    def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
+        return CollectionSpec(spaces=tuple(s for name in config.spaces
+                                           for s in self.spaces[name].for_corpus(config).specs()))
+
+    def create_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
+        """Create a corpus with the requested spaces that are available here."""
+        check_corpus_name(name)
+        config = (config or CorpusConfig()).model_copy()
+        unknown = [s for s in config.spaces if s not in SPACES]
+        if unknown:
+            raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(SPACES)}")
+        config.spaces = self._available(name, config.spaces)
+        if not config.spaces:
+            raise Unavailable(f"none of the requested spaces is available: {self.unavailable}")
+        for space, embedder in self.embedders.items():
+            if space in config.spaces:
+                setattr(config, f"{space}_model", embedder.spec)
+        if self.catalog.has_corpus(name):
+            raise Conflict(f"corpus {name!r} already exists")
+        self.store.create_collection(name, self.collection_spec(config))
+        self.catalog.create_corpus(name, config)
+        return config
+
+    def _available(self, name: str, spaces: list[str]) -> list[str]:
+        """The requested spaces that are on here; a space with a model is on when its model loads (now,
+        on first need: its dim shapes the collection). Dropped ones are logged with their reason."""
+        dropped = [s for s in spaces if s not in self.spaces or (s in self.embedders
+                                                                 and not usable(self.embedders[s]))]
+        if dropped:
+            log.warning("corpus %s: created without spaces %s (%s)", name, dropped,
+                        "; ".join(f"{s}: {one_line(self.unavailable.get(s, 'not configured'), 100)}"
+                                  for s in dropped))
+        return [s for s in spaces if s not in dropped]
+
+    def ensure_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
+        """The corpus's config, creating the corpus first if it does not exist (safe under a race)."""
+        if self.catalog.has_corpus(name):
+            return self.catalog.corpus_config(name)
+        try:
+            return self.create_corpus(name, config)
+        except Conflict:
+            return self.catalog.corpus_config(name)
+
+    def delete_corpus(self, name: str) -> None:
+        self.catalog.corpus_config(name)
+        self.store.delete_collection(name)
+        self.catalog.delete_corpus(name)
+
+    def delete_document(self, corpus: str, doc_id: str) -> None:
+        self.writer.delete_document(corpus, doc_id)
+
+    def optimize(self, corpus: str) -> None:
+        """Build the corpus's indexes and quantised vectors now (the job writer does so after each job)."""
+        self.catalog.corpus_config(corpus)
+        self.store.optimize(corpus)
+
+    def warm_up(self) -> None:
+        """Load the models that the served corpora use (and the text model, which every corpus needs) now
+        rather than on the first request: the API calls this on a background thread at start-up. Models no
+        corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
+        wanted = {"text"}
+        for row in self.catalog.list_corpora():
+            wanted.update(row[1].spaces)
+        for space in sorted(wanted & set(self.embedders)):
+            usable(self.embedders[space])

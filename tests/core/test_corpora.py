@@ -1,0 +1,94 @@
+"""The corpus owner on a real embedded store and catalog: spaces dropped when their model is off,
+the collection shaped by the corpus's spaces, conflicts, idempotent ensure, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mmrag.catalog import Catalog
+from mmrag.config import CorpusConfig
+from mmrag.corpora import Corpora
+from mmrag.embed.base import EmbedderOptions, load_embedder
+from mmrag.embed.lazy import LazyEmbedder
+from mmrag.errors import Conflict, InvalidInput, NotFound, Unavailable
+from mmrag.jobs.spool import Spool
+from mmrag.jobs.state import JobStore
+from mmrag.jobs.writer import JobWriter
+from mmrag.pipeline import build_spaces
+from mmrag.store import open_store
+from mmrag.types import Document, Page, TextSource
+from tests.conftest import make_settings
+
+
+def _broken(unavailable: dict[str, str]) -> LazyEmbedder:
+    """A CLIP model that cannot load; its failure turns the space off with the reason, as the pipeline's do."""
+    def load() -> LazyEmbedder:
+        raise OSError("no weights at /nowhere/clip.safetensors")
+
+    return LazyEmbedder("fake:broken", load, lambda reason: unavailable.__setitem__("clip", reason))
+
+
+@pytest.fixture()
+def corpora(tmp_path: Path) -> Iterator[Corpora]:
+    settings = make_settings(tmp_path)
+    catalog, store, jobs = Catalog(tmp_path), open_store(settings.store, tmp_path), JobStore(tmp_path)
+    unavailable: dict[str, str] = {}
+    embedders = {"text": load_embedder("fake:8", EmbedderOptions()), "clip": _broken(unavailable)}
+    writer = JobWriter(catalog, store, jobs, Spool(tmp_path / "spool"))
+    yield Corpora(catalog, store, build_spaces(embedders), embedders, unavailable, writer)
+    store.close()
+    catalog.close()
+    jobs.close()
+
+
+def test_create_drops_spaces_whose_model_is_off_and_shapes_the_collection(corpora: Corpora, caplog) -> None:
+    config = corpora.create_corpus("c", CorpusConfig(spaces=["text", "bm25", "clip"]))
+    assert config.spaces == ["text", "bm25"]
+    assert config.text_model == "fake:8"
+    assert "created without spaces ['clip']" in caplog.text and "nowhere/clip.safetensors" in caplog.text
+    assert "nowhere/clip.safetensors" in corpora.unavailable["clip"]
+    assert corpora.catalog.corpus_config("c").spaces == ["text", "bm25"]
+    assert [s.name for s in corpora.collection_spec(config).spaces] == ["text", "bm25"]  # the named vectors
+    assert corpora.store.has_collection("c") and corpora.store.count("c") == 0
+
+
+def test_refusals_say_what_was_wrong(corpora: Corpora) -> None:
+    with pytest.raises(InvalidInput, match="unknown spaces"):
+        corpora.create_corpus("c", CorpusConfig.model_construct(spaces=["text", "sound"]))
+    with pytest.raises(Unavailable, match="none of the requested spaces"):
+        corpora.create_corpus("c", CorpusConfig(spaces=["clip"]))
+    with pytest.raises(InvalidInput, match="not allowed"):
+        corpora.create_corpus("Bad Name!")
+    assert not corpora.catalog.has_corpus("c") and not corpora.store.has_collection("c")
+    corpora.create_corpus("c", CorpusConfig(spaces=["bm25"]))
+    with pytest.raises(Conflict, match="already exists"):
+        corpora.create_corpus("c", CorpusConfig(spaces=["bm25"]))
+
+
+def test_ensure_returns_the_existing_config_and_creates_a_missing_corpus(corpora: Corpora) -> None:
+    first = corpora.ensure_corpus("c", CorpusConfig(spaces=["bm25"]))
+    again = corpora.ensure_corpus("c", CorpusConfig(spaces=["text", "bm25"]))  # exists: its config wins
+    assert first.spaces == again.spaces == ["bm25"]
+    assert [row[0] for row in corpora.catalog.list_corpora()] == ["c"]
+
+
+def test_delete_removes_rows_vectors_and_documents(corpora: Corpora) -> None:
+    corpora.create_corpus("c", CorpusConfig(spaces=["bm25"]))
+    page = Page(id="p1", document_id="d1", number=1, width=10, height=10, image_hash="h", text="hello",
+                words=[], text_source=TextSource.LAYER)
+    corpora.catalog.add_document("c", Document(id="d1", filename="a.pdf", media_type="application/pdf",
+                                               size_bytes=1, pages=[page]))
+    corpora.delete_document("c", "d1")
+    assert corpora.catalog.find_document("c", "d1") is None and corpora.catalog.pages_of("c", "d1") == []
+    with pytest.raises(NotFound, match="unknown document"):
+        corpora.delete_document("c", "d1")
+    corpora.optimize("c")  # an empty collection optimises without error
+    corpora.delete_corpus("c")
+    assert not corpora.catalog.has_corpus("c") and not corpora.store.has_collection("c")
+    with pytest.raises(NotFound, match="unknown corpus"):
+        corpora.delete_corpus("c")
+    with pytest.raises(NotFound, match="unknown corpus"):
+        corpora.optimize("c")
