@@ -19,17 +19,19 @@ import re
 import shutil
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmrag.catalog_bm25 import Bm25Statistics
 from mmrag.config import CorpusConfig
 from mmrag.errors import Conflict, InvalidInput, NotFound
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.page_context import section_line
 from mmrag.ingest.page_store import PageImageStore, RenderSpec
 from mmrag.ingest.word_boxes import pack_words, unpack_words
 from mmrag.sqlite_db import SqliteDB
-from mmrag.types import BBox, Document, DocumentInfo, Page, PageInfo, TextSource, Word
+from mmrag.types import Document, DocumentInfo, Page, PageInfo, TextSource, Word
 
 CORPUS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -63,11 +65,33 @@ def check_corpus_name(name: str) -> str:
     return name
 
 
+@dataclass(frozen=True, slots=True)
+class CorpusRow:
+    """One corpus as listed: its config and what it holds."""
+
+    name: str
+    config: CorpusConfig
+    created_at: float  # unix time
+    documents: int  # listed (fully indexed) documents
+    pages: int  # their pages
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """A page's text as BM25 indexes it."""
+
+    page_id: str
+    document_id: str
+    text: str
+    context: str  # the page's section path as one line (:func:`mmrag.ingest.page_context.section_line`)
+
+
 class Catalog(SqliteDB):
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.page_images = PageImageStore()
         super().__init__(data_dir / "catalog.sqlite3", _SCHEMA)
+        self.bm25 = Bm25Statistics(self._db, self._lock)  # the corpora's BM25 lengths, in this database
         self._add_page_context()
 
     def _add_page_context(self) -> None:
@@ -95,22 +119,21 @@ class Catalog(SqliteDB):
     def has_corpus(self, name: str) -> bool:
         return bool(self._rows("SELECT 1 FROM corpora WHERE name = ?", name))
 
-    def list_corpora(self) -> list[tuple[str, CorpusConfig, float, int, int]]:
-        """(name, config, created_at, documents, pages) for each corpus."""
+    def list_corpora(self) -> list[CorpusRow]:
         return self._corpora("")
 
-    def corpus_summary(self, name: str) -> tuple[str, CorpusConfig, float, int, int]:
-        """(name, config, created_at, documents, pages) of one corpus (NotFound if unknown)."""
+    def corpus_summary(self, name: str) -> CorpusRow:
+        """One corpus (NotFound if unknown)."""
         rows = self._corpora("WHERE c.name = ?", name)
         if not rows:
             self.corpus_config(name)  # raises the NotFound that says what to do
         return rows[0]
 
-    def _corpora(self, where: str, *args: object) -> list[tuple[str, CorpusConfig, float, int, int]]:
+    def _corpora(self, where: str, *args: object) -> list[CorpusRow]:
         rows = self._rows(
             "SELECT c.name, c.config, c.created_at, COUNT(d.id), COALESCE(SUM(d.page_count), 0) FROM corpora c "
             f"LEFT JOIN documents d ON d.corpus = c.name {where} GROUP BY c.name ORDER BY c.name", *args)
-        return [(n, CorpusConfig.model_validate_json(c), float(t), int(d), int(p)) for n, c, t, d, p in rows]
+        return [CorpusRow(n, CorpusConfig.model_validate_json(c), float(t), int(d), int(p)) for n, c, t, d, p in rows]
 
     def delete_corpus(self, name: str) -> None:
         self.corpus_config(name)
@@ -127,9 +150,6 @@ class Catalog(SqliteDB):
         return self.data_dir / "corpora" / name
 
     # pages -------------------------------------------------------------------
-    def page_image_path(self, corpus: str, page_id: str) -> Path:
-        return self.corpus_dir(corpus) / "pages" / f"{page_id}.png"
-
     def save_page_images(self, corpus: str, pages: list[Page], source_pdf: bytes | None = None,
                          render: RenderSpec | None = None) -> None:
         """Keep the document's PDF once (pages render from it on demand) and the images that cannot be
@@ -174,11 +194,12 @@ class Catalog(SqliteDB):
             self._db.execute("INSERT INTO facts_revisions VALUES (?, 1) ON CONFLICT (corpus) "
                              "DO UPDATE SET revision = revision + 1", (corpus,))
 
-    def document_facts(self, corpus: str) -> list[tuple[str, str, DocumentFacts]]:
-        """(id, filename, facts) of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""
+    def document_facts(self, corpus: str) -> list[StoredFacts]:
+        """The facts of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""
         rows = self._rows("SELECT id, filename, json_extract(metadata, '$.doc') FROM documents WHERE corpus = ?",
                           corpus)
-        return [(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None)) for id_, name, facts in rows]
+        return [StoredFacts(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None))
+                for id_, name, facts in rows]
 
     def _doc_info(self, corpus: str, row: tuple[Any, ...]) -> DocumentInfo:
         id_, filename, media, size, count, meta, created = row
@@ -245,45 +266,17 @@ class Catalog(SqliteDB):
             raise NotFound(f"unknown page {page_id!r} in corpus {corpus!r}")
         return _page_info(rows[0])
 
-    def page_texts(self, corpus: str, doc_ids: list[str] | None = None) -> list[tuple[str, str, str, str]]:
-        """(page id, document id, text, context) of the pages of ``corpus`` (of ``doc_ids`` if given); the
-        context is the page's section path as one line (:func:`mmrag.ingest.page_context.section_line`)."""
+    def page_texts(self, corpus: str, doc_ids: list[str] | None = None) -> list[PageText]:
+        """The texts of the pages of ``corpus`` (of ``doc_ids`` if given), in document and page order."""
         sql = "SELECT id, document_id, text, context FROM pages WHERE corpus = ?"
         if doc_ids is None:
             rows = self._rows(sql + " ORDER BY document_id, number", corpus)
         else:
             rows = [r for d in doc_ids for r in self._rows(sql + " AND document_id = ? ORDER BY number", corpus, d)]
-        return [(str(i), str(d), str(t), section_line(json.loads(c))) for i, d, t, c in rows]
+        return [PageText(str(i), str(d), str(t), section_line(json.loads(c))) for i, d, t, c in rows]
 
     def _page_columns(self) -> set[str]:
         return {r[1] for r in self._rows("PRAGMA table_info(pages)")}
-
-    # BM25 length statistics (mmrag.jobs.bm25_stats) ---------------------------------
-    def set_bm25_length(self, corpus: str, doc_id: str, pages: int, length: int) -> None:
-        """A document's pages with BM25 tokens and their total length (idempotent; deleted with the document)."""
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO bm25_lengths VALUES (?, ?, ?, ?)", (corpus, doc_id, pages, length))
-
-    def bm25_totals(self, corpus: str) -> tuple[int, int]:
-        """(pages, total length) over the listed documents of ``corpus``."""
-        rows = self._rows("SELECT COALESCE(SUM(b.pages), 0), COALESCE(SUM(b.length), 0) FROM bm25_lengths b "
-                          "JOIN documents d ON d.corpus = b.corpus AND d.id = b.document_id WHERE b.corpus = ?", corpus)
-        return int(rows[0][0]), int(rows[0][1])
-
-    def documents_without_bm25_length(self, corpus: str) -> list[str]:
-        """Listed documents with no recorded length (indexed before the statistics existed)."""
-        rows = self._rows("SELECT d.id FROM documents d LEFT JOIN bm25_lengths b ON b.corpus = d.corpus AND "
-                          "b.document_id = d.id WHERE d.corpus = ? AND b.document_id IS NULL", corpus)
-        return [r[0] for r in rows]
-
-    def bm25_indexed(self, corpus: str) -> tuple[float | None, bool]:
-        """(average length the stored BM25 vectors were indexed with, whether some used another one)."""
-        rows = self._rows("SELECT avg_len, stale FROM bm25_indexed WHERE corpus = ?", corpus)
-        return (rows[0][0], bool(rows[0][1])) if rows else (None, False)
-
-    def set_bm25_indexed(self, corpus: str, avg_len: float | None, stale: bool) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO bm25_indexed VALUES (?, ?, ?)", (corpus, avg_len, int(stale)))
 
 
 _PAGE_COLUMNS = "corpus, id, document_id, number, width, height, image_hash, text_source, text, words, context, " \
@@ -294,6 +287,3 @@ _PAGE_INFO = "id, document_id, number, width, height, image_hash, text_source, l
 def _page_info(r: tuple[Any, ...]) -> PageInfo:
     return PageInfo(r[0], r[1], r[2], r[3], r[4], r[5], TextSource(r[6]), r[7], json.loads(r[8]), json.loads(r[9]))
 
-
-def boxes_of(words: list[Word], start: int, end: int) -> list[BBox]:
-    return [w.bbox for w in words[start:end]]

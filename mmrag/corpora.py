@@ -96,6 +96,6 @@ class Corpora:
         corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
         wanted = {"text"}
         for row in self.catalog.list_corpora():
-            wanted.update(row[1].spaces)
+            wanted.update(row.config.spaces)
         for space in sorted(wanted & set(self.embedders)):
             usable(self.embedders[space])

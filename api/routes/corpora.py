@@ -8,13 +8,14 @@ from api.auth import AdminDep, GateDep, PrincipalDep, ReadDep
 from api.deps import PipelineDep
 from api.errors import responses
 from api.schemas import CorpusCreate, CorpusOut
-from mmrag.config import CorpusConfig
+from mmrag.catalog import CorpusRow
 
 router = APIRouter(prefix="/corpora", tags=["corpora"])
 
 
-def corpus_out(name: str, config: CorpusConfig, created_at: float, documents: int, pages: int) -> CorpusOut:
-    return CorpusOut(name=name, config=config, documents=documents, pages=pages, created_at=created_at)
+def corpus_out(row: CorpusRow) -> CorpusOut:
+    return CorpusOut(name=row.name, config=row.config, documents=row.documents, pages=row.pages,
+                     created_at=row.created_at)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=CorpusOut,
@@ -26,18 +27,18 @@ def create_corpus(body: CorpusCreate, pipeline: PipelineDep, _: AdminDep) -> Cor
     if config is not None:
         config = config.model_copy(update={"spaces": list(dict.fromkeys(config.spaces))})
     pipeline.corpora.create_corpus(body.name, config)
-    return corpus_out(*pipeline.catalog.corpus_summary(body.name))
+    return corpus_out(pipeline.catalog.corpus_summary(body.name))
 
 
 @router.get("", response_model=list[CorpusOut])
 def list_corpora(pipeline: PipelineDep, principal: PrincipalDep) -> list[CorpusOut]:
     """The corpora this key may read (all of them for admin keys and open servers)."""
-    return [corpus_out(*row) for row in pipeline.catalog.list_corpora() if principal.sees(row[0])]
+    return [corpus_out(row) for row in pipeline.catalog.list_corpora() if principal.sees(row.name)]
 
 
 @router.get("/{corpus}", response_model=CorpusOut, responses=responses(404))
 def get_corpus(corpus: str, pipeline: PipelineDep, _: ReadDep) -> CorpusOut:
-    return corpus_out(*pipeline.catalog.corpus_summary(corpus))
+    return corpus_out(pipeline.catalog.corpus_summary(corpus))
 
 
 @router.delete("/{corpus}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))

@@ -75,8 +75,8 @@ class LocalBackend:
         return [e.as_json() for e in self.pipeline.search(corpus, request).evidence]
 
     def corpora(self) -> list[dict[str, Any]]:
-        return [{"name": n, "config": c.model_dump(), "documents": d, "pages": p, "created_at": t}
-                for n, c, t, d, p in self.pipeline.catalog.list_corpora()]
+        return [{"name": r.name, "config": r.config.model_dump(), "documents": r.documents, "pages": r.pages,
+                 "created_at": r.created_at} for r in self.pipeline.catalog.list_corpora()]
 
     def close(self) -> None:
         self.pipeline.close()

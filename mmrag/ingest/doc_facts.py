@@ -40,3 +40,12 @@ class DocumentFacts:
     def from_dict(cls, data: dict[str, Any] | None) -> DocumentFacts:
         known = {k: v for k, v in (data or {}).items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFacts:
+    """One stored document's facts, as its corpus lists them (:meth:`mmrag.catalog.Catalog.document_facts`)."""
+
+    document_id: str
+    filename: str
+    facts: DocumentFacts

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_periods import DATE_DMY, DATE_ISO, DATE_MDY, FISCAL_YEAR, QUARTER, QUARTER_WORDS
 
 _VERSION = re.compile(r"\b(?:v(?:ersion)?\.?\s?(\d+(?:\.\d+){0,3}[a-z]?)|rev(?:ision)?\.?\s+([A-Z0-9][\w.]*)|"
@@ -93,16 +93,16 @@ def series_key(facts: DocumentFacts, filename: str, entity: str | None = None) -
     return " ".join(re.sub(r"[\W\d_]+", " ", name.lower()).split())
 
 
-def latest_of_series(documents: Iterable[tuple[str, str, DocumentFacts]],
-                     entity_of: dict[str, str] | None = None) -> list[str]:
+def latest_of_series(documents: Iterable[StoredFacts], entity_of: dict[str, str] | None = None) -> list[str]:
     """Ids of the newest dated document of every series with at least two dated documents (the
-    ``(id, filename, facts)`` of a corpus; ``entity_of``: each document's main entity, as the corpus sees
-    it). A series of one document has no "latest" to choose; ties on the newest date keep every one."""
+    documents of a corpus; ``entity_of``: each document's main entity, as the corpus sees it). A series
+    of one document has no "latest" to choose; ties on the newest date keep every one."""
     series: dict[str, list[tuple[str, str]]] = {}
-    for doc_id, filename, facts in documents:
-        if facts.date:
-            key = series_key(facts, filename, None if entity_of is None else entity_of.get(doc_id, ""))
-            series.setdefault(key, []).append((facts.date, doc_id))
+    for doc in documents:
+        if doc.facts.date:
+            entity = None if entity_of is None else entity_of.get(doc.document_id, "")
+            key = series_key(doc.facts, doc.filename, entity)
+            series.setdefault(key, []).append((doc.facts.date, doc.document_id))
     out = []
     for dated in series.values():
         if len(dated) >= 2:

@@ -2,7 +2,7 @@
 
 BM25's stored values are normalised by an average page length (:mod:`mmrag.spaces.bm25_text`). With
 ``CorpusConfig.bm25_avg_len`` None that average is the corpus's own, kept by the single writer
-(:class:`mmrag.jobs.writer.JobWriter`) in the catalog:
+(:class:`mmrag.jobs.writer.JobWriter`) in the catalog (:mod:`mmrag.catalog_bm25`, ``catalog.bm25``):
 
 - ``bm25_lengths``: per document, its pages with BM25 tokens and their total length (written with the
   document's row, deleted with it; documents indexed before it existed are measured from their stored
@@ -63,18 +63,18 @@ def document_length(doc: Document) -> tuple[int, int]:
 
 def backfill(catalog: Catalog, corpus: str) -> int:
     """Record the lengths of documents indexed before the statistics existed; returns how many."""
-    missing = catalog.documents_without_bm25_length(corpus)
+    missing = catalog.bm25.documents_without_length(corpus)
     for doc_id in missing:
-        lengths = [bm25_length(bm25_text(t, c)) for _, _, t, c in catalog.page_texts(corpus, [doc_id])]
-        catalog.set_bm25_length(corpus, doc_id, sum(1 for n in lengths if n), sum(lengths))
+        lengths = [bm25_length(bm25_text(p.text, p.context)) for p in catalog.page_texts(corpus, [doc_id])]
+        catalog.bm25.set_length(corpus, doc_id, sum(1 for n in lengths if n), sum(lengths))
     return len(missing)
 
 
 def corpus_avg_len(catalog: Catalog, corpus: str) -> float | None:
     """The corpus's mean BM25 length over its pages with tokens (None: no such page yet)."""
     backfill(catalog, corpus)
-    pages, total = catalog.bm25_totals(corpus)
-    return total / pages if pages else None
+    totals = catalog.bm25.totals(corpus)
+    return totals.length / totals.pages if totals.pages else None
 
 
 def indexing_config(catalog: Catalog, corpus: str, config: CorpusConfig) -> CorpusConfig:
@@ -82,8 +82,7 @@ def indexing_config(catalog: Catalog, corpus: str, config: CorpusConfig) -> Corp
     has none: the embed stage then uses the batch's own average)."""
     if not auto(config):
         return config
-    avg, _ = catalog.bm25_indexed(corpus)
-    return config.model_copy(update={"bm25_avg_len": avg})
+    return config.model_copy(update={"bm25_avg_len": catalog.bm25.indexed(corpus).avg_len})
 
 
 def record_document(catalog: Catalog, corpus: str, doc: Document, embedded_with: CorpusConfig | None) -> None:
@@ -91,11 +90,11 @@ def record_document(catalog: Catalog, corpus: str, doc: Document, embedded_with:
     (``embedded_with``: the manifest's corpus config its batches were embedded with)."""
     if not auto(catalog.corpus_config(corpus)):
         return
-    catalog.set_bm25_length(corpus, doc.id, *document_length(doc))
-    avg, stale = catalog.bm25_indexed(corpus)
+    catalog.bm25.set_length(corpus, doc.id, *document_length(doc))
+    indexed = catalog.bm25.indexed(corpus)
     used = embedded_with.bm25_avg_len if embedded_with is not None else None
-    if not stale and (avg is None or used != avg):
-        catalog.set_bm25_indexed(corpus, avg, stale=True)
+    if not indexed.stale and (indexed.avg_len is None or used != indexed.avg_len):
+        catalog.bm25.set_indexed(corpus, indexed.avg_len, stale=True)
 
 
 def maybe_reweight(catalog: Catalog, store: VectorStore, corpus: str) -> Reweight | None:
@@ -103,10 +102,11 @@ def maybe_reweight(catalog: Catalog, store: VectorStore, corpus: str) -> Reweigh
     if not catalog.has_corpus(corpus) or not auto(catalog.corpus_config(corpus)):
         return None
     current = corpus_avg_len(catalog, corpus)
-    indexed, stale = catalog.bm25_indexed(corpus)
+    indexed = catalog.bm25.indexed(corpus)
     if current is None:
         return None
-    if not stale and indexed is not None and abs(current - indexed) <= DRIFT * indexed:
+    avg = indexed.avg_len
+    if not indexed.stale and avg is not None and abs(current - avg) <= DRIFT * avg:
         return None
     return reweight(catalog, store, corpus, current)
 
@@ -118,19 +118,19 @@ def reweight(catalog: Catalog, store: VectorStore, corpus: str, avg_len: float |
     config = catalog.corpus_config(corpus)
     if avg_len is None:
         avg_len = config.bm25_avg_len or corpus_avg_len(catalog, corpus) or 1.0
-    previous, _ = catalog.bm25_indexed(corpus)
+    previous = catalog.bm25.indexed(corpus).avg_len
     space = Bm25Space(avg_len)
     pages = catalog.page_texts(corpus)
     done = 0
     for i in range(0, len(pages), BATCH):
         part = pages[i:i + BATCH]
-        vectors = space.text_vectors([bm25_text(t, c) for _, _, t, c in part])
+        vectors = space.text_vectors([bm25_text(p.text, p.context) for p in part])
         updates: dict[str, dict[str, VectorValue]] = {
-            point_id(pid): {"bm25": v} for (pid, _, _, _), v in zip(part, vectors, strict=True) if v is not None}
+            point_id(p.page_id): {"bm25": v} for p, v in zip(part, vectors, strict=True) if v is not None}
         store.update_vectors(corpus, updates)
         done += len(updates)
     if auto(config):
-        catalog.set_bm25_indexed(corpus, avg_len, stale=False)
+        catalog.bm25.set_indexed(corpus, avg_len, stale=False)
     result = Reweight(corpus, done, avg_len, previous if auto(config) else config.bm25_avg_len,
                       time.perf_counter() - t0)
     log.info("corpus %s: BM25 re-weighted %d pages to average length %.1f (was %s) in %.2fs",

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from mmrag.catalog import Catalog
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_forms import latest_of_series, named_forms
 from mmrag.ingest.doc_periods import QueryPeriods, query_periods
 
@@ -122,11 +122,11 @@ class CorpusDocuments:
     forms: tuple[str, ...]  # the forms the corpus's documents have
 
     @classmethod
-    def of(cls, documents: Iterable[tuple[str, str, DocumentFacts]]) -> CorpusDocuments:
+    def of(cls, documents: Iterable[StoredFacts]) -> CorpusDocuments:
         docs = list(documents)
         seen: Counter[str] = Counter()
         first: Counter[str] = Counter()
-        for _, _, facts in docs:
+        for facts in (d.facts for d in docs):
             cores = {entity_core(e) for e in facts.entities} - {""}
             seen.update(cores)
             if facts.entities:
@@ -136,19 +136,20 @@ class CorpusDocuments:
         main: dict[str, str] = {}
         written: dict[str, list[str]] = {}
         tickers: dict[str, list[str]] = {}
-        for doc_id, _, facts in docs:
+        for doc in docs:
+            facts = doc.facts
             name = next((e for e in facts.entities if entity_core(e) not in boiler and len(entity_core(e)) >= 2), "")
             core = entity_core(name) if name else ""
-            main[doc_id] = core
+            main[doc.document_id] = core
             if core:
                 written.setdefault(core, []).append(name)
                 tickers.setdefault(core, []).extend(t for t in facts.tickers if t not in tickers[core])
         aliases = [a for core in written for a in aliases_of(core, written[core], tickers[core])]
         counts = Counter(a.words for a in aliases)
         kept = tuple(a for a in aliases if counts[a.words] == 1 or a.words == a.core)  # shared short names: ambiguous
-        latest = latest_of_series([(d, f, facts) for d, f, facts in docs], main)
-        forms = tuple(sorted({facts.form for _, _, facts in docs if facts.form}))
-        return cls({d: facts for d, _, facts in docs}, main, kept, tuple(latest), forms)
+        latest = latest_of_series(docs, main)
+        forms = tuple(sorted({d.facts.form for d in docs if d.facts.form}))
+        return cls({d.document_id: d.facts for d in docs}, main, kept, tuple(latest), forms)
 
     def named_cores(self, text: str) -> tuple[str, ...]:
         """The organisations (cores) the query names, by any alias."""

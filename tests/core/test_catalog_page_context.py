@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from mmrag.catalog import Catalog
+from mmrag.catalog import Catalog, PageText
 from mmrag.config import CorpusConfig
 from mmrag.types import Document, Page, TextSource, Word
 
@@ -41,7 +41,7 @@ def test_old_catalog_gets_the_context_columns_and_keeps_its_pages(tmp_path):
         catalog = Catalog(tmp_path)
         old = catalog.pages_of("c", "old")
         assert [(p.id, p.context, p.table_header) for p in old] == [("p-old", [], [])]
-        assert catalog.page_texts("c", ["old"]) == [("p-old", "old", "old text", "")]
+        assert catalog.page_texts("c", ["old"]) == [PageText("p-old", "old", "old text", "")]
         catalog.close()
 
     catalog = Catalog(tmp_path)
@@ -56,5 +56,5 @@ def test_old_catalog_gets_the_context_columns_and_keeps_its_pages(tmp_path):
     back = catalog.stored_pages("c", doc_id)
     assert [(p.id, p.text, [w.text for w in p.words], p.context, p.table_header) for p in back] == \
         [(p.id, p.text, [w.text for w in p.words], p.context, p.table_header) for p in pages]
-    assert catalog.page_texts("c", [doc_id])[0][3] == "Part I > Item 2"
+    assert catalog.page_texts("c", [doc_id])[0].context == "Part I > Item 2"
     catalog.close()

@@ -72,7 +72,7 @@ def test_ensure_returns_the_existing_config_and_creates_a_missing_corpus(corpora
     first = corpora.ensure_corpus("c", CorpusConfig(spaces=["bm25"]))
     again = corpora.ensure_corpus("c", CorpusConfig(spaces=["text", "bm25"]))  # exists: its config wins
     assert first.spaces == again.spaces == ["bm25"]
-    assert [row[0] for row in corpora.catalog.list_corpora()] == ["c"]
+    assert [row.name for row in corpora.catalog.list_corpora()] == ["c"]
 
 
 def test_delete_removes_rows_vectors_and_documents(corpora: Corpora) -> None:

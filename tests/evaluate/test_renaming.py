@@ -82,6 +82,6 @@ def test_the_real_pipeline_stores_nothing_of_the_old_names(tmp_path: Path, pipel
     stored = pipeline.catalog.list_documents(suite.corpus_name)
     assert sorted(d.filename for d in stored) == sorted(suite.names.values())
     facts = pipeline.catalog.document_facts(suite.corpus_name)  # what the document stage reads
-    dumped = json.dumps([[d.filename, d.metadata] for d in stored] + [[name, str(f)] for _, name, f in facts],
+    dumped = json.dumps([[d.filename, d.metadata] for d in stored] + [[d.filename, str(d.facts)] for d in facts],
                         default=str)
     assert "AAPL" not in dumped and "MSFT" not in dumped and "Q3" not in dumped

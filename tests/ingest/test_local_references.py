@@ -122,4 +122,4 @@ def test_over_rest_each_is_refused_clearly_or_brings_in_nothing(client, attacks)
             png = client.get(f"/corpora/docs/pages/{page['id']}/image").content
             assert leaked(png) == [], (doc["filename"], page["number"])
     texts = client.app.state.pipeline.catalog.page_texts("docs")
-    assert texts and not any(MARKER[:8] in re.sub(r"\s", "", t[2]) for t in texts)
+    assert texts and not any(MARKER[:8] in re.sub(r"\s", "", t.text) for t in texts)

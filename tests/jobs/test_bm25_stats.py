@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrag.catalog import Catalog
+from mmrag.catalog_bm25 import Bm25Indexed, Bm25Totals
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import load_embedder
 from mmrag.jobs import bm25_stats
@@ -55,7 +56,7 @@ def stored(p, corpus: str) -> dict[str, tuple[dict[int, float], list, dict]]:
 
 def expected(p, corpus: str, avg: float) -> dict[str, dict[int, float]]:
     model = bm25_model(avg)
-    return {pid: sparse(model.embed_document(text)) for pid, _, text, _ in p.catalog.page_texts(corpus)}
+    return {t.page_id: sparse(model.embed_document(t.text)) for t in p.catalog.page_texts(corpus)}
 
 
 def test_length_is_the_dl_qdrant_normalises_by():
@@ -74,13 +75,14 @@ def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
     pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
     pipe.ingest_bytes("c", words_pdf(1, 3, 60), "a.pdf")
     pipe.ingest_bytes("c", words_pdf(2, 2, 200), "b.pdf")
-    lengths = [bm25_length(t) for _, _, t, _ in pipe.catalog.page_texts("c")]
+    lengths = [bm25_length(t.text) for t in pipe.catalog.page_texts("c")]
     mean = sum(lengths) / len(lengths)
     assert len(lengths) == 5 and min(lengths) > 0
     assert bm25_stats.corpus_avg_len(pipe.catalog, "c") == pytest.approx(mean)
-    indexed, stale = pipe.catalog.bm25_indexed("c")
-    assert not stale and indexed is not None and abs(indexed - mean) <= bm25_stats.DRIFT * indexed
-    assert {pid: v[0] for pid, v in stored(pipe, "c").items()} == expected(pipe, "c", indexed)
+    indexed = pipe.catalog.bm25.indexed("c")
+    avg = indexed.avg_len
+    assert not indexed.stale and avg is not None and abs(avg - mean) <= bm25_stats.DRIFT * avg
+    assert {pid: v[0] for pid, v in stored(pipe, "c").items()} == expected(pipe, "c", avg)
 
 
 def test_a_fixed_average_stays_fixed(pipe):
@@ -88,7 +90,7 @@ def test_a_fixed_average_stays_fixed(pipe):
     pipe.ingest_bytes("f", words_pdf(3, 2, 400), "long.pdf")
     assert pipe.catalog.corpus_config("f").bm25_avg_len == 300
     assert {pid: v[0] for pid, v in stored(pipe, "f").items()} == expected(pipe, "f", 300)
-    assert pipe.catalog.bm25_indexed("f") == (None, False)
+    assert pipe.catalog.bm25.indexed("f") == Bm25Indexed(None, False)
     assert bm25_stats.maybe_reweight(pipe.catalog, pipe.store, "f") is None
 
 
@@ -96,11 +98,11 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
     pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
     short, similar, long = words_pdf(4, 3, 50), words_pdf(5, 2, 55), words_pdf(6, 3, 600)
     pipe.ingest_bytes("c", short, "short.pdf")
-    first, _ = pipe.catalog.bm25_indexed("c")
+    first = pipe.catalog.bm25.indexed("c").avg_len
     before = stored(pipe, "c")
 
     quiet = pipe.ingest_bytes("c", similar, "similar.pdf")  # the average moves less than DRIFT: no re-weight
-    assert pipe.catalog.bm25_indexed("c") == (first, False) and "bm25_reweight" not in quiet.timings
+    assert pipe.catalog.bm25.indexed("c") == Bm25Indexed(first, False) and "bm25_reweight" not in quiet.timings
     after_similar = stored(pipe, "c")
     assert all(after_similar[pid][0] == before[pid][0] for pid in before)
     assert {pid: v[0] for pid, v in after_similar.items()} == expected(pipe, "c", first)
@@ -108,8 +110,9 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
     moved = pipe.ingest_bytes("c", long, "long.pdf")
     long_doc = moved.document
     assert moved.timings["bm25_reweight"] > 0  # in the job's timings, hence the stage metrics
-    now, stale = pipe.catalog.bm25_indexed("c")
-    assert not stale and now == pytest.approx(bm25_stats.corpus_avg_len(pipe.catalog, "c"))
+    indexed = pipe.catalog.bm25.indexed("c")
+    now = indexed.avg_len
+    assert not indexed.stale and now == pytest.approx(bm25_stats.corpus_avg_len(pipe.catalog, "c"))
     assert first is not None and now > first * (1 + bm25_stats.DRIFT)
     reweighted = stored(pipe, "c")
     for pid, (bm25, text, payload) in before.items():
@@ -124,7 +127,7 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
     assert all(fresh[pid][0] == reweighted[pid][0] for pid in fresh)
 
     pipe.corpora.delete_document("c", long_doc.id)  # deleting moves the average back: re-weighted again
-    back, _ = pipe.catalog.bm25_indexed("c")
+    back = pipe.catalog.bm25.indexed("c").avg_len
     assert back == pytest.approx(bm25_stats.corpus_avg_len(pipe.catalog, "c")) and back < now
     assert {pid: v[0] for pid, v in stored(pipe, "c").items()} == expected(pipe, "c", back)
 
@@ -170,13 +173,13 @@ def test_an_old_catalog_keeps_its_fixed_300_and_gains_the_statistics(tmp_path):
     catalog = Catalog(tmp_path)
     assert catalog.corpus_config("old").bm25_avg_len == 300.0
     assert catalog.corpus_config("auto").bm25_avg_len is None
-    assert catalog.documents_without_bm25_length("auto") == ["d1"]
+    assert catalog.bm25.documents_without_length("auto") == ["d1"]
     mean = sum(bm25_length(t) for t in texts) / 2
     assert bm25_stats.corpus_avg_len(catalog, "auto") == pytest.approx(mean)
-    assert catalog.documents_without_bm25_length("auto") == []
-    assert catalog.bm25_totals("auto") == (2, sum(bm25_length(t) for t in texts))
+    assert catalog.bm25.documents_without_length("auto") == []
+    assert catalog.bm25.totals("auto") == Bm25Totals(2, sum(bm25_length(t) for t in texts))
     catalog.delete_document("auto", "d1")
-    assert catalog.bm25_totals("auto") == (0, 0) and bm25_stats.corpus_avg_len(catalog, "auto") is None
+    assert catalog.bm25.totals("auto") == Bm25Totals(0, 0) and bm25_stats.corpus_avg_len(catalog, "auto") is None
     catalog.close()
 
 
@@ -201,7 +204,8 @@ def test_ingestion_and_reweight_index_the_same_text_with_the_section_context(tmp
     catalog = Catalog(tmp_path)
     catalog.create_corpus("c", CorpusConfig(spaces=["bm25"]))
     catalog.add_document("c", doc)
-    (_, _, text, context), = catalog.page_texts("c")
+    (stored,) = catalog.page_texts("c")
+    text, context = stored.text, stored.context
     assert [ingested] == Bm25Space(100.0).text_vectors([bm25_text(text, context)])
     assert ingested != Bm25Space(100.0).text_vectors([page.text])[0]  # the headings are indexed
     assert bm25_stats.document_length(doc) == (1, bm25_length(bm25_text(text, context)))

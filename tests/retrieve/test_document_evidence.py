@@ -8,7 +8,7 @@ from pathlib import Path
 import pymupdf
 
 from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_text
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_forms import latest_of_series, series_key
 from mmrag.ingest.doc_periods import query_periods
 from mmrag.ingest.file_facts import pdf_facts
@@ -102,7 +102,8 @@ def test_latest_of_series_is_the_newest_dated_document_of_each_series() -> None:
     assert series_key(q2, "a.pdf") == series_key(q3, "b.pdf") == "apple inc|10-q"
     assert series_key(other, "c.pdf") != series_key(q3, "b.pdf")
     assert series_key(guides[0], "h1.pdf") == series_key(guides[1], "h2.pdf") == "employee handbook"
-    docs = [("q2", "a.pdf", q2), ("q3", "b.pdf", q3), ("intel", "c.pdf", other), ("h1", "h1.pdf", guides[0]),
-            ("h2", "h2.pdf", guides[1]), ("undated", "h0.pdf", undated)]
+    docs = [StoredFacts(*row) for row in [("q2", "a.pdf", q2), ("q3", "b.pdf", q3), ("intel", "c.pdf", other),
+                                          ("h1", "h1.pdf", guides[0]), ("h2", "h2.pdf", guides[1]),
+                                          ("undated", "h0.pdf", undated)]]
     assert latest_of_series(docs) == ["h2", "q3"]
-    assert latest_of_series([*docs, ("q3-copy", "b2.pdf", q3)]) == ["h2", "q3", "q3-copy"]  # tied newest: both
+    assert latest_of_series([*docs, StoredFacts("q3-copy", "b2.pdf", q3)]) == ["h2", "q3", "q3-copy"]  # tied: both

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache, entity_core, wants_recency
 from mmrag.types import Document
 
 
 def doc(doc_id: str, entities: list[str], periods: list[str] | None = None, *, form: str = "10-K",
         tickers: list[str] | None = None, comparatives: list[str] | None = None,
-        date: str | None = None) -> tuple[str, str, DocumentFacts]:
-    return doc_id, f"{doc_id}.pdf", DocumentFacts(entities=entities, periods=periods or [], form=form,
-                                                  tickers=tickers or [], comparatives=comparatives or [],
-                                                  date=date or (periods or [None])[-1])
+        date: str | None = None) -> StoredFacts:
+    return StoredFacts(doc_id, f"{doc_id}.pdf", DocumentFacts(entities=entities, periods=periods or [], form=form,
+                                                              tickers=tickers or [], comparatives=comparatives or [],
+                                                              date=date or (periods or [None])[-1]))
 
 
 def test_entity_core_is_the_name_people_write() -> None:
