@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS pages (
     corpus TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL, number INTEGER NOT NULL,
     width INTEGER NOT NULL, height INTEGER NOT NULL, image_hash TEXT NOT NULL, text_source TEXT NOT NULL,
     text TEXT NOT NULL, words TEXT NOT NULL, context TEXT NOT NULL DEFAULT '[]',
-    table_header TEXT NOT NULL DEFAULT '[]', PRIMARY KEY (corpus, id));
+    table_header TEXT NOT NULL DEFAULT '[]', bm25_text TEXT, PRIMARY KEY (corpus, id));
 CREATE INDEX IF NOT EXISTS pages_by_document ON pages (corpus, document_id, number);
 CREATE TABLE IF NOT EXISTS bm25_lengths (
     corpus TEXT NOT NULL, document_id TEXT NOT NULL, pages INTEGER NOT NULL, length INTEGER NOT NULL,
@@ -82,7 +82,7 @@ class PageText:
 
     page_id: str
     document_id: str
-    text: str
+    text: str  # :attr:`mmrag.types.Page.indexed_text`
     context: str  # the page's section path as one line (:func:`mmrag.ingest.page_context.section_line`)
 
 
@@ -100,6 +100,8 @@ class Catalog(SqliteDB):
             for column in ("context", "table_header"):
                 if column not in self._page_columns():
                     self._db.execute(f"ALTER TABLE pages ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
+            if "bm25_text" not in self._page_columns():  # pages written before: BM25 indexed their text
+                self._db.execute("ALTER TABLE pages ADD COLUMN bm25_text TEXT")
 
     # corpora ---------------------------------------------------------------
     def create_corpus(self, name: str, config: CorpusConfig) -> None:
@@ -169,9 +171,10 @@ class Catalog(SqliteDB):
             self._db.execute("BEGIN")
             for p in doc.pages:
                 self._db.execute(
-                    f"INSERT OR REPLACE INTO pages ({_PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO pages ({_PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (corpus, p.id, doc.id, p.number, p.width, p.height, p.image_hash, p.text_source.value,
-                     p.text, pack_words(p.words, p.text), json.dumps(p.context), json.dumps(p.table_header)))
+                     p.text, pack_words(p.words, p.text), json.dumps(p.context), json.dumps(p.table_header),
+                     p.bm25_text))
             self._db.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (corpus, doc.id, doc.filename, doc.media_type, doc.size_bytes, len(doc.pages),
@@ -246,11 +249,11 @@ class Catalog(SqliteDB):
     def stored_pages(self, corpus: str, doc_id: str) -> list[Page]:
         """The pages of a document as ingested (text, words, context; no images): what re-embedding reads."""
         rows = self._rows("SELECT id, number, width, height, image_hash, text_source, text, words, context, "
-                          "table_header FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number",
+                          "table_header, bm25_text FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number",
                           corpus, doc_id)
         return [Page(id=r[0], document_id=doc_id, number=r[1], width=r[2], height=r[3], image_hash=r[4],
                      text_source=TextSource(r[5]), text=r[6], words=unpack_words(r[7], r[6]),
-                     context=json.loads(r[8]), table_header=json.loads(r[9])) for r in rows]
+                     context=json.loads(r[8]), table_header=json.loads(r[9]), bm25_text=r[10]) for r in rows]
 
     def page_words(self, corpus: str, page_ids: list[str]) -> dict[str, list[Word]]:
         if not page_ids:
@@ -267,8 +270,8 @@ class Catalog(SqliteDB):
         return _page_info(rows[0])
 
     def page_texts(self, corpus: str, doc_ids: list[str] | None = None) -> list[PageText]:
-        """The texts of the pages of ``corpus`` (of ``doc_ids`` if given), in document and page order."""
-        sql = "SELECT id, document_id, text, context FROM pages WHERE corpus = ?"
+        """The texts BM25 indexes of the pages of ``corpus`` (of ``doc_ids`` if given), in document and page order."""
+        sql = "SELECT id, document_id, COALESCE(bm25_text, text), context FROM pages WHERE corpus = ?"
         if doc_ids is None:
             rows = self._rows(sql + " ORDER BY document_id, number", corpus)
         else:
@@ -280,7 +283,7 @@ class Catalog(SqliteDB):
 
 
 _PAGE_COLUMNS = "corpus, id, document_id, number, width, height, image_hash, text_source, text, words, context, " \
-                "table_header"
+                "table_header, bm25_text"
 _PAGE_INFO = "id, document_id, number, width, height, image_hash, text_source, length(text), context, table_header"
 
 

@@ -92,6 +92,11 @@ class IngestConfig(BaseModel):
     then each row once; ``chunk-header``, the same text, and a text chunk that starts inside a table is
     embedded (dense space) after the table's header line; ``labelled``, every value preceded by its column
     label (measured in docs/benchmarks.md)."""
+    bm25_table_rows: Literal["as-text", "labelled"] = "labelled"
+    """What BM25 indexes of a page's tables: ``labelled`` (default), every value preceded by its column
+    label whatever ``table_rows`` the text has (so a cell is found by its row and column words, while the
+    dense space and the stored text keep the shorter ``table_rows`` form); ``as-text``, the page text as
+    it is (measured in docs/benchmarks.md, issue 20)."""
 
 
 class EmbedConfig(BaseModel):

@@ -71,6 +71,12 @@ class Page:
     context: list[str] = field(default_factory=list)  # section path: headings in force, outermost first
     table_header: list[str] = field(default_factory=list)  # column labels of a table continued from the page before
     tables: list[TableSpan] = field(default_factory=list)  # its tables' rows in ``words`` (for embedding; not stored)
+    bm25_text: str | None = None  # what BM25 indexes instead of ``text`` (tables ``labelled``); None: ``text``
+
+    @property
+    def indexed_text(self) -> str:
+        """The text BM25 indexes (with :func:`mmrag.spaces.bm25_text.bm25_text`'s section line)."""
+        return self.text if self.bm25_text is None else self.bm25_text
 
 
 @dataclass(slots=True)

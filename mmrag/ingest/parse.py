@@ -83,6 +83,8 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
             page = _page(doc_id, rendered.number, image, words, source, rendered.timings, rendered.size)
             page.context, page.table_header = sections.get(rendered.number, []), rendered.continued
             page.tables = rendered.tables if source is TextSource.LAYER else []
+            if source is TextSource.LAYER and rendered.labelled is not None:
+                page.bm25_text = " ".join(rendered.labelled)
             page.timings["sections"] = sections_s / len(sections) if sections else 0.0
             pages.append(page)
         return pages

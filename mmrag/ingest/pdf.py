@@ -27,6 +27,7 @@ class RenderedPage:
     table_labels: list[str] | None = None  # column labels of its last table, if it runs to the page's foot
     continued: list[str] = field(default_factory=list)  # labels its first table took from the previous page
     tables: list[TableSpan] = field(default_factory=list)  # where its tables' rows are in ``words``
+    labelled: list[str] | None = None  # its word texts with the tables ``labelled`` (BM25's text; None: as words)
 
 
 def open_pdf(data: bytes, config: IngestConfig) -> pymupdf.Document:
@@ -111,7 +112,8 @@ def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
         raw, words = page_text(page)
         t1 = time.perf_counter()
         timings["text"] = t1 - t0
-        tables = read_tables(page, raw, words, inherited, config.table_rows) if config.tables else None
+        tables = (read_tables(page, raw, words, inherited, config.table_rows,
+                              labelled=config.bm25_table_rows == "labelled") if config.tables else None)
         words = tables.words if tables else words
         t2 = time.perf_counter()
         if tables is not None:
@@ -123,7 +125,8 @@ def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
     except Exception as exc:
         raise CorruptDocument(f"page {number} of the PDF cannot be rendered ({exc})") from exc
     return RenderedPage(number, rendered, size, words, timings, tables.last_labels if tables else None,
-                        tables.continued if tables else [], tables.spans if tables else [])
+                        tables.continued if tables else [], tables.spans if tables else [],
+                        tables.labelled if tables else None)
 
 
 def table_labels_before(doc: pymupdf.Document, first: int, config: IngestConfig) -> list[str] | None:

@@ -23,6 +23,12 @@ place of the table's own words:
 
 The words of a row keep the boxes of their cells, so a hit highlights the cells.
 
+BM25 indexes the tables ``labelled`` whatever ``table_rows`` the text has
+(``IngestConfig.bm25_table_rows``; :attr:`PageTables.labelled`, stored as the page's ``bm25_text``): a
+bag of words finds a cell by its row and column words when the column label stands beside each value,
+while the dense space, the stored text and the answer's evidence keep the shorter form, where repeated
+labels were noise (docs/benchmarks.md, "Tables, speed and rows").
+
 A table continued over a page break often does not repeat its header: a page's first table at the
 top of the page without labels of its own takes the column labels of the previous page's last table
 (when that one runs to the foot of its page and has as many columns), so its values still carry their
@@ -100,18 +106,29 @@ def _label_boxes(table: GridTable, labels: list[str]) -> list[Box | None]:
     return boxes[:len(labels)]
 
 
+def _row_tokens(row: list[_Cell]) -> list[tuple[str, _Cell]]:
+    """A row as words, each with the cell it belongs to: ``|`` between cells (not after a label cell)."""
+    out: list[tuple[str, _Cell]] = []
+    for i, cell in enumerate(row):
+        if i == 0 or not row[i - 1].text.endswith(":"):
+            out.append(("|", cell))
+        out.extend((t, cell) for t in cell.text.split())
+    return [*out, ("|", row[-1])] if row else out
+
+
+def _row_texts(rows: list[list[_Cell]]) -> list[str]:
+    """The words of ``rows`` as :func:`_row_words` writes them, without their boxes."""
+    return [t for row in rows for t, _ in _row_tokens(row)]
+
+
 def _row_words(row: list[_Cell], norm: pymupdf.Matrix, size: tuple[float, float]) -> list[Word]:
     """A row as words: ``|`` between cells; each word boxed by its cell (normalised, displayed page)."""
     words: list[Word] = []
-    for i, cell in enumerate(row):
+    for text, cell in _row_tokens(row):
         r = pymupdf.Rect(cell.box) * norm
         box: BBox = (max(0.0, r.x0 / size[0]), max(0.0, r.y0 / size[1]), min(1.0, r.x1 / size[0]),
                      min(1.0, r.y1 / size[1]))
-        if i == 0 or not row[i - 1].text.endswith(":"):
-            words.append(Word(text="|", bbox=box))
-        words.extend(Word(text=t, bbox=box) for t in cell.text.split())
-    if words:
-        words.append(Word(text="|", bbox=words[-1].bbox))
+        words.append(Word(text=text, bbox=box))
     return words
 
 
@@ -123,6 +140,7 @@ class PageTables:
     last_labels: list[str] | None  # column labels of the page's last table when it runs to the page's foot
     continued: list[str]  # labels the page's first table took from the previous page's last table ([]: none)
     spans: list[TableSpan] = field(default_factory=list)  # where each table's rows are in ``words``
+    labelled: list[str] | None = None  # the words with every table written ``labelled`` (if asked, and not so)
 
     @property
     def tables(self) -> int:
@@ -152,18 +170,20 @@ def _overlap(a: Box, b: Box) -> bool:
 
 
 def read_tables(page: pymupdf.Page, raw: list[RawWord], words: list[Word], inherited: list[str] | None = None,
-                how: TableRows = "header", ruled: bool = True) -> PageTables:
+                how: TableRows = "header", ruled: bool = True, labelled: bool = False) -> PageTables:
     """``words`` (the page's text layer, in reading order) with every table's words replaced by its
     rows. ``raw`` and ``words`` are the same words (:func:`mmrag.ingest.pdf.page_text`): ``raw`` in page
     points, ``words`` normalised. ``inherited``: the column labels of the previous page's last table
     (:attr:`PageTables.last_labels`); a first table at the top of this page without labels of its own
     continues it. "At the top" / "at the foot": at most :data:`_EDGE_WORDS` words (a running header or
-    footer) between the table and the page's edge."""
+    footer) between the table and the page's edge. ``labelled``: also the page's words as ``labelled``
+    rows would write them (:attr:`PageTables.labelled`, texts only; what BM25 indexes)."""
     tables = find_tables(page, raw, ruled)
     if not tables or len(raw) != len(words):
         return PageTables(words, None, [])
     size = (page.rect.width, page.rect.height)
     replaced: dict[int, list[Word]] = {}
+    relabelled: dict[int, list[str]] = {}
     headers: dict[int, str] = {}
     dropped: set[int] = set()
     continued: list[str] = []
@@ -182,6 +202,8 @@ def read_tables(page: pymupdf.Page, raw: list[RawWord], words: list[Word], inher
         taken.update(members)
         dropped.update(members)
         replaced[members[0]] = [w for row in rows for w in _row_words(row, page.rotation_matrix, size)]
+        if labelled and how != "labelled":
+            relabelled[members[0]] = _row_texts(_rows(table, labels, "labelled"))
         headers[members[0]] = " | ".join(label for label in labels if label)
         last = labels
     at_foot = last is not None and _words_beyond(raw, tables[-1].bbox, above=False) <= _EDGE_WORDS
@@ -193,4 +215,15 @@ def read_tables(page: pymupdf.Page, raw: list[RawWord], words: list[Word], inher
             out.extend(replaced[k])
         if k not in dropped:
             out.append(w)
-    return PageTables(out, last if at_foot and last is not None and any(last[1:]) else None, continued, spans)
+    return PageTables(out, last if at_foot and last is not None and any(last[1:]) else None, continued, spans,
+                      _merged(words, dropped, relabelled) if relabelled else None)
+
+
+def _merged(words: list[Word], dropped: set[int], rows: dict[int, list[str]]) -> list[str]:
+    """The page's word texts with each table's words replaced by ``rows`` (at its first word)."""
+    out: list[str] = []
+    for k, w in enumerate(words):
+        out.extend(rows.get(k, ()))
+        if k not in dropped:
+            out.append(w.text)
+    return out

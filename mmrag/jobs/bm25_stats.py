@@ -57,7 +57,7 @@ def auto(config: CorpusConfig) -> bool:
 
 def document_length(doc: Document) -> tuple[int, int]:
     """(pages with BM25 tokens, their total length) of a document, over the text BM25 indexes."""
-    lengths = [bm25_length(bm25_text(p.text, section_line(p.context))) for p in doc.pages]
+    lengths = [bm25_length(bm25_text(p.indexed_text, section_line(p.context))) for p in doc.pages]
     return sum(1 for n in lengths if n), sum(lengths)
 
 

@@ -117,4 +117,4 @@ class Bm25Space(Space):
 
 def page_bm25_text(p: PageInput) -> str:
     """What BM25 indexes of a page being ingested: its section line, then its text (:func:`bm25_text`)."""
-    return bm25_text(p.page.text, p.context)
+    return bm25_text(p.page.indexed_text, p.context)

@@ -10,14 +10,16 @@ import numpy as np
 import pymupdf
 import pytest
 
-from mmrag.config import IngestConfig
+from mmrag.catalog import Catalog
+from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.ingest.parse import parse_pdf
 from mmrag.ingest.pdf import page_text
 from mmrag.ingest.table_grid import find_grid_tables
 from mmrag.ingest.table_ruled import crossings, ruled_region
 from mmrag.ingest.tables import find_tables, read_tables
 from mmrag.jobs.embedding import page_inputs
-from mmrag.spaces.text import TextDenseSpace
+from mmrag.spaces.base import PageInput
+from mmrag.spaces.text import Bm25Space, TextDenseSpace
 from mmrag.types import Document
 from tests.conftest import CORPUS
 
@@ -105,6 +107,27 @@ def test_labelled_rows_carry_the_label_in_every_value_with_the_cells_boxes() -> 
     assert 0 < x1 - x0 < 0.2 and 0 < y1 - y0 < 0.05  # one cell, not the table
     plain = " ".join(w.text for w in page_text(page)[1])
     assert "82,959" in plain and "Three Months Ended June 25, 2022: 82,959" not in plain
+
+
+def test_bm25_indexes_the_tables_labelled_while_the_text_keeps_the_header_form(tmp_path: Path) -> None:
+    src = pymupdf.open(AAPL)
+    one = pymupdf.open()
+    one.insert_pdf(src, from_page=3, to_page=3)
+    data = one.tobytes()
+    page = parse_pdf(data, "d", IngestConfig())[0]
+    labelled = " ".join(w.text for w in read_tables(_page(AAPL, 4), *page_text(_page(AAPL, 4)), how="labelled").words)
+    assert page.text.count("Three Months Ended June 25, 2022") == 1  # the stored, displayed, embedded text
+    assert page.bm25_text == labelled and page.indexed_text == labelled  # BM25's: every value with its label
+    assert parse_pdf(data, "d", IngestConfig(bm25_table_rows="as-text"))[0].bm25_text is None
+    assert parse_pdf(data, "d", IngestConfig(table_rows="labelled"))[0].bm25_text is None  # the text is so already
+    catalog = Catalog(tmp_path)
+    catalog.create_corpus("c", CorpusConfig())
+    catalog.add_document("c", Document(id="d", filename="q.pdf", media_type="application/pdf", size_bytes=len(data),
+                                       pages=[page]))
+    assert catalog.stored_pages("c", "d")[0].bm25_text == labelled  # re-embedding and re-weighting read it back
+    assert [t.text for t in catalog.page_texts("c")] == [labelled]
+    (vector,) = Bm25Space(100.0).page_vectors([PageInput(page, [])])
+    assert vector["bm25"] == Bm25Space(100.0).text_vectors([labelled])[0]
 
 
 def test_a_two_column_page_keeps_the_prose_beside_its_table_out_of_it() -> None:
