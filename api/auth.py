@@ -1,9 +1,10 @@
 """API keys on requests: ``Authorization: Bearer KEY`` -> a :class:`Principal`, checked per route.
 
 Every route declares what it needs once, with ``dependencies=[require(...)]`` or a ``Principal``
-parameter from :func:`require`. A missing or unknown key is 401, a key without the scope 403, and
-another tenant's corpus (or its documents, pages, jobs, evaluations) 404, so that a key never learns
-what exists outside its corpus. The per-key request rate is enforced here too (429 + Retry-After).
+parameter from :func:`require` (the aliases ``ReadDep``, ``WriteDep``, ... in :mod:`api.deps`). A
+missing or unknown key is 401, a key without the scope 403, and another tenant's corpus (or its
+documents, pages, jobs, evaluations) 404, so that a key never learns what exists outside its
+corpus. The per-key request rate is enforced here too (429 + Retry-After).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ipaddress
 import logging
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
@@ -178,13 +179,6 @@ def require(scope: Scope | None, *, corpus_from_path: bool = True) -> Any:
 
     dependency.required_scope = scope  # type: ignore[attr-defined]  # read by the route-table test
     return Depends(dependency)
-
-
-GateDep = Annotated[AuthGate, Depends(get_gate)]
-PrincipalDep = Annotated[Principal, require(None)]
-ReadDep = Annotated[Principal, require("read")]
-WriteDep = Annotated[Principal, require("write")]
-AdminDep = Annotated[Principal, require("admin")]
 
 
 PUBLIC = "public"  # route_scopes: no key needed

@@ -19,8 +19,9 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from api.auth import PUBLIC, route_scopes
-from api.errors import ErrorBody, responses
+from api.errors import responses
 from api.limits import body_limit
+from api.schemas import ErrorBody
 from mmrag.config import Settings
 from mmrag.types import SPACES
 

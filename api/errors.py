@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from api.schemas import ErrorBody
 from mmrag import errors
 
 STATUS: list[tuple[type[errors.MMRAGError], int]] = [
@@ -25,14 +25,6 @@ STATUS: list[tuple[type[errors.MMRAGError], int]] = [
     (errors.Overloaded, 429),
     (errors.Unavailable, 503),
 ]
-
-
-class ErrorBody(BaseModel):
-    """Every error response has this shape."""
-
-    error: str  # stable code, e.g. not_found, too_large
-    message: str  # what was wrong and what is allowed
-    detail: dict[str, Any] = {}
 
 
 def status_of(exc: errors.MMRAGError) -> int:

@@ -1,4 +1,5 @@
-"""Request and response bodies (the OpenAPI contract)."""
+"""Request and response bodies of every route (the OpenAPI contract): errors, corpora, documents,
+search, health, jobs, answers, evaluations, keys."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mmrag.config import CorpusConfig
+from mmrag.keys import Scope
 
 SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
 JSON_INT = 2**53  # integers in payloads and filters: exact as JSON numbers everywhere (the store's floats too)
@@ -22,6 +24,14 @@ UploadMetadata = Annotated[dict[Annotated[str, Field(min_length=1, max_length=20
 DocumentId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
                                   description="A document id (hex)")]
 MAX_DOCUMENT_IDS = 1000
+
+
+class ErrorBody(BaseModel):
+    """Every error response has this shape."""
+
+    error: str  # stable code, e.g. not_found, too_large
+    message: str  # what was wrong and what is allowed
+    detail: dict[str, Any] = {}
 
 
 class CorpusCreate(BaseModel):
@@ -71,11 +81,6 @@ class FileError(BaseModel):
     filename: str
     error: str
     message: str
-
-
-class UploadOut(BaseModel):
-    documents: list[DocumentOut]
-    errors: list[FileError]
 
 
 SpaceName = Literal["text", "bm25", "clip", "colpali", "document"]
@@ -183,3 +188,176 @@ class LiveOut(BaseModel):
 class ReadyOut(BaseModel):
     status: Literal["ok", "unavailable"]
     checks: dict[str, str] = Field(..., description="Each dependency: 'ok' or why it does not answer")
+
+
+JobStateName = Literal["queued", "running", "done", "failed", "cancelled"]
+FileStateName = Literal["queued", "running", "done", "exists", "failed", "cancelled"]
+
+
+class JobFileOut(BaseModel):
+    index: int
+    filename: str
+    document_id: str
+    state: FileStateName
+    pages: int = Field(description="Pages of the file (0 until it is planned)")
+    pages_done: int
+    error: str | None = Field(None, description="Stable error code when the file failed")
+    message: str | None = Field(None, description="Why the file failed")
+
+
+class JobOut(BaseModel):
+    id: str
+    corpus: str
+    state: JobStateName
+    pages_total: int
+    pages_done: int
+    pages_failed: int
+    files: list[JobFileOut]
+    errors: list[FileError] = Field(description="One entry per failed file, with its reason")
+    timings: dict[str, float] = Field(description="Seconds per stage, summed over batches (plan, parse, embed, write)")
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+    events_url: str
+
+
+class JobUploadOut(BaseModel):
+    """An upload: the job indexing the accepted files, files rejected before it started, and (with
+    ``wait=true``) the documents once the job finished."""
+
+    job: JobOut | None
+    documents: list[DocumentOut] = []
+    errors: list[FileError] = []
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
+
+    question: str = Field(..., min_length=1, max_length=4000, description="The question")
+    top_k: int = Field(5, ge=1, le=50, description="Pages retrieved as candidate evidence")
+    visual_token_budget: int | None = Field(
+        None, ge=0, le=65_536, description="Visual tokens for all evidence images together (e.g. 280, 560, 1120); "
+        "pages are resized to fit. Default: MMRAG_VLM__VISUAL_TOKEN_BUDGET")
+    max_new_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
+    document_ids: list[DocumentId] | None = Field(None, min_length=1, max_length=MAX_DOCUMENT_IDS,
+                                                  description="Only use these documents (at most 1000)")
+    stream: bool = Field(True, description="true: Server-Sent Events (evidence, token..., done); false: one JSON body")
+
+
+class CitationOut(BaseModel):
+    n: int
+    document_id: str
+    filename: str
+    page: int
+    page_id: str
+    visual_tokens: int = 0
+
+
+class AnswerOut(BaseModel):
+    answer: str
+    mode: str = Field(..., description="'vlm', or 'extractive' when no VLM is configured/available")
+    citations: list[CitationOut]
+    timings: dict[str, float]
+    notice: str = ""
+
+
+class EvaluationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
+
+    suite: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                       description="Name of a suite folder under eval/suites (GET /evaluations/suites)")
+    variant: str | None = Field(None, min_length=1, max_length=100,
+                                description="A named variant of the suite (e.g. bm25, dense)")
+
+
+class EvaluationOut(BaseModel):
+    id: str
+    suite: str
+    variant: str | None
+    corpus: str = Field(..., description="The corpus the suite ingests into and searches")
+    state: str = Field(..., description="queued | running | done | failed")
+    stage: str
+    done: int
+    total: int
+    message: str
+    error: str
+    metrics: dict[str, float]
+    created_at: float
+    finished_at: float | None
+    report_url: str
+
+
+class CompareIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: str = Field(..., min_length=1, max_length=64,
+                          description="Id of the run to compare against (A); the run of the path is B")
+
+
+class ComparedRun(BaseModel):
+    id: str
+    label: str = Field(..., description="The run and the spaces it searched")
+    config: dict[str, Any] = Field(..., description="The run's configuration, as in its report")
+
+
+class MetricComparison(BaseModel):
+    mean_a: float
+    mean_b: float
+    delta: float = Field(..., description="mean(B - A) over the queries both runs scored")
+    ci_low: float = Field(..., description="Lower bound of the paired bootstrap interval of delta")
+    ci_high: float = Field(..., description="Upper bound of the paired bootstrap interval of delta")
+    p_value: float = Field(..., description="Two-sided paired randomisation (sign-flip) test")
+    n: int = Field(..., description="Paired queries")
+
+
+class CompareOut(BaseModel):
+    kind: str = Field("compare")
+    schema_version: int
+    suite: str
+    a: ComparedRun
+    b: ComparedRun
+    paired_items: int
+    only_in_a: list[str]
+    only_in_b: list[str]
+    statistics: dict[str, Any] = Field(..., description="Bootstrap samples, confidence, seed and the test used")
+    metrics: dict[str, MetricComparison] = Field(..., description="Metric name -> B against A")
+
+
+class AdminKeyCreate(BaseModel):
+    """An admin key: every corpus, keys and corpus creation included; it has no corpus."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["admin"] = Field(..., description="admin: everything")
+    corpus: None = Field(None, description="None: an admin key covers every corpus")
+    name: str = Field("", max_length=200, description="Free text for people (who holds the key)")
+
+
+class CorpusKeyCreate(BaseModel):
+    """A write or read key of one corpus."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["write", "read"] = Field(..., description="write (upload, delete, jobs on the corpus) or read "
+                                                             "(list, search, answer, pages, job progress, reports)")
+    corpus: str = Field(..., min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9_-]*$",
+                        description="The corpus: the key ends when the corpus is deleted")
+    name: str = Field("", max_length=200, description="Free text for people (who holds the key)")
+
+
+KeyCreate = Annotated[AdminKeyCreate | CorpusKeyCreate, Field(discriminator="scope")]
+
+
+class KeyOut(BaseModel):
+    id: str
+    prefix: str = Field(..., description="The start of the key, to recognise it")
+    scope: Scope
+    corpus: str | None = Field(..., description="The corpus of a write or read key (None: admin); the key is "
+                                                "revoked when that corpus is deleted")
+    name: str
+    created_at: float
+    revoked_at: float | None
+
+
+class KeyCreated(KeyOut):
+    key: str = Field(..., description="The key itself: shown only now, stored only as a hash")

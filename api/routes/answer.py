@@ -7,50 +7,17 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import ReadDep
-from api.deps import PipelineDep
+from api.deps import PipelineDep, ReadDep
 from api.errors import responses
 from api.observability import Metrics
-from api.schemas import MAX_DOCUMENT_IDS, DocumentId
+from api.schemas import AnswerIn, AnswerOut
 from api.sse import SSE_HEADERS, sse_event
 from mmrag.errors import Unavailable
 from mmrag.generate.answer import AnswerDone, AnswerEvent, event_payload, event_payloads, final_answer
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["answer"])
-
-
-class AnswerIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
-
-    question: str = Field(..., min_length=1, max_length=4000, description="The question")
-    top_k: int = Field(5, ge=1, le=50, description="Pages retrieved as candidate evidence")
-    visual_token_budget: int | None = Field(
-        None, ge=0, le=65_536, description="Visual tokens for all evidence images together (e.g. 280, 560, 1120); "
-        "pages are resized to fit. Default: MMRAG_VLM__VISUAL_TOKEN_BUDGET")
-    max_new_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
-    document_ids: list[DocumentId] | None = Field(None, min_length=1, max_length=MAX_DOCUMENT_IDS,
-                                                  description="Only use these documents (at most 1000)")
-    stream: bool = Field(True, description="true: Server-Sent Events (evidence, token..., done); false: one JSON body")
-
-
-class CitationOut(BaseModel):
-    n: int
-    document_id: str
-    filename: str
-    page: int
-    page_id: str
-    visual_tokens: int = 0
-
-
-class AnswerOut(BaseModel):
-    answer: str
-    mode: str = Field(..., description="'vlm', or 'extractive' when no VLM is configured/available")
-    citations: list[CitationOut]
-    timings: dict[str, float]
-    notice: str = ""
 
 
 def _events(pipeline: Any, corpus: str, body: AnswerIn) -> Iterator[AnswerEvent]:

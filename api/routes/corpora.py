@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from api.auth import AdminDep, GateDep, PrincipalDep, ReadDep
-from api.deps import PipelineDep
+from api.deps import AdminDep, GateDep, PipelineDep, PrincipalDep, ReadDep
 from api.errors import responses
 from api.schemas import CorpusCreate, CorpusOut
 from mmrag.catalog import CorpusRow

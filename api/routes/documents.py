@@ -12,12 +12,20 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import ReadDep, WriteDep
-from api.deps import PipelineDep
-from api.errors import ErrorBody, responses, status_of
-from api.job_schemas import JobOut, JobUploadOut, job_out
-from api.routes.jobs import RunnerDep, base_url
-from api.schemas import SQLITE_INT, DocumentDetail, DocumentOut, FileError, PageOut, UploadMetadata
+from api.deps import PipelineDep, ReadDep, RunnerDep, WriteDep
+from api.errors import responses, status_of
+from api.routes.jobs import base_url, job_out
+from api.schemas import (
+    SQLITE_INT,
+    DocumentDetail,
+    DocumentOut,
+    ErrorBody,
+    FileError,
+    JobOut,
+    JobUploadOut,
+    PageOut,
+    UploadMetadata,
+)
 from mmrag.config import Settings
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image

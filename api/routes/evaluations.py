@@ -3,88 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, status
+from fastapi import APIRouter, status
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import GateDep, Principal, PrincipalDep
-from api.deps import PipelineDep
+from api.auth import Principal
+from api.deps import GateDep, PipelineDep, PrincipalDep, ServiceDep
 from api.errors import responses
+from api.schemas import CompareIn, CompareOut, EvaluationIn, EvaluationOut
 from mmrag.errors import Forbidden
 from mmrag.evaluate.service import EvalJob, EvaluationService
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
-
-
-def get_service(pipeline: PipelineDep) -> EvaluationService:
-    return pipeline.evaluations
-
-
-ServiceDep = Annotated[EvaluationService, Depends(get_service)]
-
-
-class EvaluationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
-
-    suite: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-                       description="Name of a suite folder under eval/suites (GET /evaluations/suites)")
-    variant: str | None = Field(None, min_length=1, max_length=100,
-                                description="A named variant of the suite (e.g. bm25, dense)")
-
-
-class EvaluationOut(BaseModel):
-    id: str
-    suite: str
-    variant: str | None
-    corpus: str = Field(..., description="The corpus the suite ingests into and searches")
-    state: str = Field(..., description="queued | running | done | failed")
-    stage: str
-    done: int
-    total: int
-    message: str
-    error: str
-    metrics: dict[str, float]
-    created_at: float
-    finished_at: float | None
-    report_url: str
-
-
-class CompareIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    baseline: str = Field(..., min_length=1, max_length=64,
-                          description="Id of the run to compare against (A); the run of the path is B")
-
-
-class ComparedRun(BaseModel):
-    id: str
-    label: str = Field(..., description="The run and the spaces it searched")
-    config: dict[str, Any] = Field(..., description="The run's configuration, as in its report")
-
-
-class MetricComparison(BaseModel):
-    mean_a: float
-    mean_b: float
-    delta: float = Field(..., description="mean(B - A) over the queries both runs scored")
-    ci_low: float = Field(..., description="Lower bound of the paired bootstrap interval of delta")
-    ci_high: float = Field(..., description="Upper bound of the paired bootstrap interval of delta")
-    p_value: float = Field(..., description="Two-sided paired randomisation (sign-flip) test")
-    n: int = Field(..., description="Paired queries")
-
-
-class CompareOut(BaseModel):
-    kind: str = Field("compare")
-    schema_version: int
-    suite: str
-    a: ComparedRun
-    b: ComparedRun
-    paired_items: int
-    only_in_a: list[str]
-    only_in_b: list[str]
-    statistics: dict[str, Any] = Field(..., description="Bootstrap samples, confidence, seed and the test used")
-    metrics: dict[str, MetricComparison] = Field(..., description="Metric name -> B against A")
 
 
 def _out(job: EvalJob) -> EvaluationOut:

@@ -6,39 +6,36 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Principal, PrincipalDep, ReadDep
-from api.deps import PipelineDep
+from api.auth import Principal
+from api.deps import PipelineDep, PrincipalDep, ReadDep, RunnerDep, StoreDep
 from api.errors import responses
-from api.job_schemas import JobOut, job_out
+from api.schemas import FileError, JobFileOut, JobOut
 from api.sse import SSE_HEADERS, sse_event
 from mmrag.jobs.model import JobStatus
-from mmrag.jobs.runner import JobRunner
 from mmrag.jobs.state import JobStore
 from mmrag.keys import Scope
 
 router = APIRouter(tags=["jobs"])
 
 
-def get_runner(pipeline: PipelineDep) -> JobRunner:
-    return pipeline.runner
-
-
-RunnerDep = Annotated[JobRunner, Depends(get_runner)]
-
-
-def _store(pipeline: PipelineDep) -> JobStore:
-    return pipeline.jobs
-
-
-StoreDep = Annotated[JobStore, Depends(_store)]
-
-
 def base_url(request: Request) -> str:
     return str(request.app.state.settings.api.public_url.rstrip("/"))
+
+
+def job_out(job: JobStatus, base: str = "") -> JobOut:
+    files = [JobFileOut(index=f.index, filename=f.filename, document_id=f.document_id, state=f.state.value,
+                        pages=f.pages, pages_done=f.pages_done, error=f.error, message=f.message)
+             for f in job.files]
+    errors = [FileError(filename=f.filename, error=f.error or "error", message=f.message or "")
+              for f in job.files if f.error]
+    return JobOut(id=job.id, corpus=job.corpus, state=job.state.value, pages_total=job.pages_total,
+                  pages_done=job.pages_done, pages_failed=job.pages_failed, files=files, errors=errors,
+                  timings={k: round(v, 4) for k, v in job.timings.items()}, created_at=job.created_at,
+                  updated_at=job.updated_at, finished_at=job.finished_at, events_url=f"{base}/jobs/{job.id}/events")
 
 
 def visible_job(jobs: JobStore, job_id: str, principal: Principal, scope: Scope = "read") -> JobStatus:

@@ -3,57 +3,15 @@ and is revoked with it (``DELETE /corpora/{corpus}``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 from fastapi import APIRouter, status
-from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import AdminDep, GateDep
+from api.deps import AdminDep, GateDep
 from api.errors import responses
+from api.schemas import KeyCreate, KeyCreated, KeyOut
 from mmrag.errors import Conflict
-from mmrag.keys import ApiKey, Scope
+from mmrag.keys import ApiKey
 
 router = APIRouter(prefix="/keys", tags=["keys"])
-
-
-class AdminKeyCreate(BaseModel):
-    """An admin key: every corpus, keys and corpus creation included; it has no corpus."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scope: Literal["admin"] = Field(..., description="admin: everything")
-    corpus: None = Field(None, description="None: an admin key covers every corpus")
-    name: str = Field("", max_length=200, description="Free text for people (who holds the key)")
-
-
-class CorpusKeyCreate(BaseModel):
-    """A write or read key of one corpus."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scope: Literal["write", "read"] = Field(..., description="write (upload, delete, jobs on the corpus) or read "
-                                                             "(list, search, answer, pages, job progress, reports)")
-    corpus: str = Field(..., min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9_-]*$",
-                        description="The corpus: the key ends when the corpus is deleted")
-    name: str = Field("", max_length=200, description="Free text for people (who holds the key)")
-
-
-KeyCreate = Annotated[AdminKeyCreate | CorpusKeyCreate, Field(discriminator="scope")]
-
-
-class KeyOut(BaseModel):
-    id: str
-    prefix: str = Field(..., description="The start of the key, to recognise it")
-    scope: Scope
-    corpus: str | None = Field(..., description="The corpus of a write or read key (None: admin); the key is "
-                                                "revoked when that corpus is deleted")
-    name: str
-    created_at: float
-    revoked_at: float | None
-
-
-class KeyCreated(KeyOut):
-    key: str = Field(..., description="The key itself: shown only now, stored only as a hash")
 
 
 def key_out(key: ApiKey) -> KeyOut:

@@ -16,8 +16,7 @@ from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import ReadDep
-from api.deps import PipelineDep
+from api.deps import PipelineDep, ReadDep
 from api.errors import responses
 from api.routes.documents import page_urls
 from api.schemas import EvidenceOut, SearchIn, SearchOptions, SearchOut

@@ -18,7 +18,8 @@ from mmrag.types import Modality
 
 
 class RecordingEmbedder(Embedder):
-    """Records every batch; items equal to "bad" (or 1-px-wide images) make a batch fail."""
+    """Records every batch; items equal to "bad" (or 1-px-wide images) make a batch fail. A batch sets
+    ``entered``, then waits for ``gate`` (open unless a test closes it): events, not sleeps, order the tests."""
 
     spec = "record:4"
     modalities = frozenset({Modality.TEXT, Modality.IMAGE})
@@ -26,15 +27,15 @@ class RecordingEmbedder(Embedder):
     dim = 4
     max_batch = 64
 
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self) -> None:
         self.batches: list[list[Item]] = []
-        self.delay_s = delay_s
+        self.entered = threading.Event()
         self.gate = threading.Event()
         self.gate.set()
 
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        self.gate.wait()
-        time.sleep(self.delay_s)
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
         self.batches.append(list(items))
         if any(it == "bad" or (isinstance(it, Image.Image) and it.width == 1) for it in items):
             raise ValueError("cannot embed a bad item")
@@ -52,6 +53,18 @@ def run(coro_fn, embedder: Embedder, **cfg: float):  # type: ignore[no-untyped-d
             await batcher.stop()
 
     return asyncio.run(main())
+
+
+async def computing(emb: RecordingEmbedder) -> None:
+    """Until a batch has entered the embedder (where it waits for the gate)."""
+    assert await asyncio.to_thread(emb.entered.wait, 30), "no batch reached the embedder"
+
+
+async def queued(b: DynamicBatcher, depth: int) -> None:
+    """One turn of the event loop, in which the submissions just made run up to their first await
+    (``submit`` queues its items before it awaits); then exactly ``depth`` items are queued."""
+    await asyncio.sleep(0)
+    assert b.queue_depth == depth
 
 
 def test_concurrent_requests_share_batches_up_to_max_batch() -> None:
@@ -122,14 +135,14 @@ def test_full_queue_is_refused_with_retry_after() -> None:
 
     async def go(b: DynamicBatcher):  # type: ignore[no-untyped-def]
         first = asyncio.ensure_future(b.submit(["a"]))
-        await asyncio.sleep(0.05)  # "a" is being computed; the queue is empty again
-        queued = asyncio.ensure_future(b.submit(["b", "c", "d"]))
-        await asyncio.sleep(0.01)
+        await computing(emb)  # "a" is being computed; the queue is empty again
+        waiting = asyncio.ensure_future(b.submit(["b", "c", "d"]))
+        await queued(b, 3)
         with pytest.raises(Overloaded) as info:
             await b.submit(["e", "f"])
         assert b.queue_depth == 3 and info.value.retry_after > 0
         emb.gate.set()
-        await asyncio.gather(first, queued)
+        await asyncio.gather(first, waiting)
         return b.snapshot()
 
     snap = run(go, emb, max_batch=1, max_wait_ms=0, queue_size=4)
@@ -144,9 +157,9 @@ def test_stop_fails_pending_and_refuses_new_work() -> None:
         b = DynamicBatcher(emb, BatchingConfig(max_batch=1, max_wait_ms=0))
         await b.start()
         running = asyncio.ensure_future(b.submit(["a"]))
-        await asyncio.sleep(0.05)
+        await computing(emb)
         pending = asyncio.ensure_future(b.submit(["b"]))
-        await asyncio.sleep(0.01)
+        await queued(b, 1)
         await b.stop()
         emb.gate.set()
         with pytest.raises(Unavailable):
@@ -159,16 +172,7 @@ def test_stop_fails_pending_and_refuses_new_work() -> None:
 
 
 class SizedEmbedder(RecordingEmbedder):
-    """Text items' size is their length; ``entered`` is set when a batch starts, which then waits
-    for ``gate`` (events, not sleeps, order the test)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = threading.Event()
-
-    def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        self.entered.set()
-        return super().embed_batch(items, kind)
+    """Text items' size is their length."""
 
     def size(self, prepared: object) -> int:
         return len(prepared) if isinstance(prepared, str) else 1
@@ -180,12 +184,11 @@ def test_a_backlog_is_batched_by_size_and_keeps_every_callers_order() -> None:
 
     async def go(b: DynamicBatcher):  # type: ignore[no-untyped-def]
         first = asyncio.ensure_future(b.submit(["x" * 50]))
-        await asyncio.to_thread(emb.entered.wait)  # the first batch is computing (blocked on the gate)
+        await computing(emb)  # the first batch is computing (blocked on the gate)
         lengths = [1, 40, 2, 39, 3, 38, 4, 37]  # short and long interleaved, one request each
         requests = [asyncio.ensure_future(b.submit(["y" * n])) for n in lengths]
         many = asyncio.ensure_future(b.submit(["z" * n for n in (5, 36, 6)]))  # one request of three
-        await asyncio.sleep(0)  # let the submissions queue
-        assert b.queue_depth == len(lengths) + 3
+        await queued(b, len(lengths) + 3)
         emb.gate.set()
         return await first, await asyncio.gather(*requests), await many
 

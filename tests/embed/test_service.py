@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
-import time
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -179,32 +179,61 @@ def test_bad_item_does_not_fail_others_in_its_batch(url: str, specs: list[str],
     assert snap["items_total"] == before["items_total"] + 3
 
 
-class SlowEmbedder(Embedder):
-    spec = "slow:4"
+class GatedEmbedder(Embedder):
+    """A batch sets ``entered`` and then waits for ``gate``: events, not sleeps, order the test."""
+
+    spec = "gated:4"
     modalities = frozenset({Modality.TEXT})
     multivector = False
     dim = 4
 
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        time.sleep(0.3)
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
         return [np.full(4, len(str(it)), np.float32) for it in items]
 
 
+class RefusalSignal(httpx.HTTPTransport):
+    """The client's transport: sets ``refused`` when the service answers 429."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = threading.Event()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if response.status_code == 429:
+            self.refused.set()
+        return response
+
+
 def test_full_queue_answers_429_and_the_client_retries(serve: Callable[[object], ServerThread]) -> None:
-    register_embedder("slow", lambda name, options: SlowEmbedder())
-    server = serve(create_embed_app(["slow:4"], batching=BatchingConfig(max_batch=1, max_wait_ms=0,
-                                                                        queue_size=2)))
-    with ThreadPoolExecutor(1) as pool:
-        endpoint = f"{server.url}/v1/embeddings"
-        first = pool.submit(httpx.post, endpoint, json={"model": "slow:4", "input": ["a", "b"]})
-        time.sleep(0.1)
-        r = httpx.post(endpoint, json={"model": "slow:4", "input": ["c", "d"]})
-        assert r.status_code == 429 and r.json()["error"] == "overloaded"
-        assert int(r.headers["Retry-After"]) >= 1
-        client = RemoteEmbedder(server.url, "slow:4", retries=20, backoff_s=0.05, max_backoff_s=0.2)
-        vecs = client.embed_batch(["ccc", "dddd"])  # retried until the queue has room
-        assert [v[0] for v in vecs] == [3, 4]
-        assert first.result().status_code == 200
+    embedder = GatedEmbedder()
+    register_embedder("gated", lambda name, options: embedder)
+    server = serve(create_embed_app(["gated:4"], batching=BatchingConfig(max_batch=1, max_wait_ms=0,
+                                                                         queue_size=2)))
+    endpoint = f"{server.url}/v1/embeddings"
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(httpx.post, endpoint, json={"model": "gated:4", "input": ["a", "b"]})
+            assert embedder.entered.wait(30)  # "a" computes (held at the gate); "b" is queued: 1 of 2
+            r = httpx.post(endpoint, json={"model": "gated:4", "input": ["c", "d"]})
+            assert r.status_code == 429 and r.json()["error"] == "overloaded"
+            assert int(r.headers["Retry-After"]) >= 1
+            transport = RefusalSignal()
+            client = RemoteEmbedder(server.url, "gated:4", retries=20, backoff_s=0.05, max_backoff_s=0.2,
+                                    transport=transport)
+            retried = pool.submit(client.embed_batch, ["ccc", "dddd"])
+            assert transport.refused.wait(30)  # the client was refused while the queue was full ...
+            embedder.gate.set()  # ... and is answered once it has room
+            assert [v[0] for v in retried.result(timeout=30)] == [3, 4]
+            assert first.result().status_code == 200
+    finally:
+        embedder.gate.set()
 
 
 def test_client_errors_when_service_unreachable_or_model_absent(url: str) -> None:
