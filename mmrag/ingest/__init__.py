@@ -1,5 +1,5 @@
 """Ingest: bytes in, a :class:`mmrag.types.Document` with rendered pages and text out."""
 
-from mmrag.ingest.parse import parse_document, sniff_media_type
+from mmrag.ingest.parse import parse_document
 
-__all__ = ["parse_document", "sniff_media_type"]
+__all__ = ["parse_document"]

@@ -15,17 +15,10 @@ from mmrag.ingest.ids import document_id, page_id
 from mmrag.ingest.images import decode_image, encode_png
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
 from mmrag.ingest.page_context import section_paths
-from mmrag.ingest.sniff import BY_MEDIA_TYPE, KINDS, sniff_kind
+from mmrag.ingest.sniff import KINDS
 from mmrag.types import Document, Page, TextSource, Word
 
-SUPPORTED = list(BY_MEDIA_TYPE)
 IMAGE_KINDS = frozenset(k for k, v in KINDS.items() if v.family == "image")
-
-
-def sniff_media_type(data: bytes, filename: str = "") -> str:
-    """The media type the bytes really are (:func:`mmrag.ingest.sniff.sniff_kind`); the extension only
-    breaks ties: a ``.png`` holding text is rejected, naming what its bytes look like."""
-    return sniff_kind(data, filename).media_type
 
 
 def _usable(words: list[Word], min_chars: int) -> bool:

@@ -10,6 +10,7 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from mmrag.ingest.doc_evidence import complete_facts, evidence_text
@@ -25,8 +26,8 @@ SEC10Q = SHARED / "sec-10q" / "pdf"
 
 @lru_cache(maxsize=64)
 def facts_of(path: Path, name: str | None = None) -> DocumentFacts:
-    data = path.read_bytes()
-    return complete_facts(pdf_facts(data), name or path.name, data)
+    with pymupdf.open(path) as doc:
+        return complete_facts(pdf_facts(doc), name or path.name, doc)
 
 
 def filing(name: str) -> DocumentFacts:

@@ -66,7 +66,8 @@ def test_pdf_facts_read_metadata_and_the_largest_type(tmp_path: Path) -> None:
         page.insert_text((72, 140), "Issued by Example Holdings on 12 May 2020, revision v3.2.", fontsize=10)
         doc.set_metadata({"creationDate": "D:20200512093000Z"})
         doc.save(path)
-    facts = complete_facts(pdf_facts(path.read_bytes()), path.name, path.read_bytes())
+    with pymupdf.open(path) as doc:
+        facts = complete_facts(pdf_facts(doc), path.name, doc)
     assert facts.title == "Field Service Handbook" and facts.source_kind == "pdf" and facts.page_count == 1
     assert str(facts.created).startswith("2020-05-12") and facts.periods[0] == "2020-05-12"
     assert facts.entities == ["Example Holdings"] and facts.versions == ["revision v3.2"]
