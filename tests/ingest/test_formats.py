@@ -11,13 +11,13 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import UnsupportedMediaType
-from mmrag.ingest import parse_document
 from mmrag.ingest.convert.html_safe import sanitize_html
 from mmrag.ingest.doc_evidence import meaningful_title
 from mmrag.ingest.file_facts import file_facts
 from mmrag.ingest.sniff import KINDS, sniff_kind
 from mmrag.ingest.source import prepare_source
 from mmrag.types import TextSource
+from tests.ingest.helpers import parse_document
 
 FORMATS = Path(os.environ.get("MMRAG_TEST_FORMATS", Path(__file__).resolve().parents[3] / "shared/corpus/formats"))
 CFG = IngestConfig()

@@ -10,10 +10,10 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge, UnsupportedMediaType
-from mmrag.ingest import parse_document
 from mmrag.ingest.parse import parse_pdf
 from mmrag.ingest.sniff import sniff_kind
 from mmrag.types import TextSource
+from tests.ingest.helpers import parse_document
 
 CFG = IngestConfig()
 
