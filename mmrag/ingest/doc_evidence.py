@@ -79,7 +79,7 @@ def first_heading(text: str) -> str | None:
 
 def document_facts(filename: str, pages_text: Sequence[str], metadata: Mapping[str, Any] | None = None,
                    *, base: DocumentFacts | None = None, words: Sequence[Sequence[Word]] = ()) -> DocumentFacts:
-    """``base`` (the facts read from the file's own metadata, :mod:`mmrag.ingest.file_facts`) completed
+    """``base`` (the facts read from the file's own metadata, :mod:`mmrag.ingest.file_metadata`) completed
     with the facts of the file name, the metadata's title / subject / keywords and the first pages' text
     (``pages_text``, one string of lines per page; ``words``: the same pages' words with boxes, for a
     cover's columns). Facts ``base`` already has are kept."""

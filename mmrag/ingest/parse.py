@@ -8,9 +8,9 @@ import time
 from PIL import Image
 
 from mmrag.config import IngestConfig
+from mmrag.imaging import decode_image, encode_png
 from mmrag.ingest import pdf
 from mmrag.ingest.ids import page_id
-from mmrag.ingest.images import decode_image, encode_png
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
 from mmrag.ingest.page_context import section_paths
 from mmrag.types import Page, TextSource, Word

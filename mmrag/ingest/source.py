@@ -23,7 +23,7 @@ from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.convert.references import check_rtf, check_word97
 from mmrag.ingest.doc_evidence import complete_facts
 from mmrag.ingest.doc_facts import DocumentFacts
-from mmrag.ingest.file_facts import file_facts
+from mmrag.ingest.file_metadata import file_facts
 from mmrag.ingest.mail import check_email
 from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.sniff import SPREADSHEETS, Kind, decode_text, sniff_kind

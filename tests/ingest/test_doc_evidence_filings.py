@@ -15,7 +15,7 @@ import pytest
 
 from mmrag.ingest.doc_evidence import complete_facts, evidence_text
 from mmrag.ingest.doc_facts import DocumentFacts
-from mmrag.ingest.file_facts import pdf_facts
+from mmrag.ingest.file_metadata import pdf_facts
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 if not SHARED.exists():

@@ -13,7 +13,7 @@ from mmrag.config import IngestConfig
 from mmrag.errors import UnsupportedMediaType
 from mmrag.ingest.convert.html_safe import sanitize_html
 from mmrag.ingest.doc_evidence import meaningful_title
-from mmrag.ingest.file_facts import file_facts
+from mmrag.ingest.file_metadata import file_facts
 from mmrag.ingest.sniff import KINDS, sniff_kind
 from mmrag.ingest.source import prepare_source
 from mmrag.types import TextSource

@@ -11,7 +11,7 @@ from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_t
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.doc_forms import latest_of_series, series_key
 from mmrag.ingest.doc_periods import query_periods
-from mmrag.ingest.file_facts import pdf_facts
+from mmrag.ingest.file_metadata import pdf_facts
 
 FILING = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
 FORM 10-Q
