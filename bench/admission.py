@@ -62,10 +62,10 @@ from bench._stats import (
     verdict,
 )
 from mmrag.generate.admission import AdmissionController, Policy, Ticket
-from mmrag.generate.backend import GenerationRequest, ImageInput, RequestTimings, image_input
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import GenerationRequest, ImageInput, RequestTimings, image_input
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
+from mmrag.vlm_config import VLMConfig
 
 QUESTIONS = [
     "What is the revenue in 2023?",

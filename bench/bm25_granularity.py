@@ -8,7 +8,7 @@ nDCG@5 (documents ranked by their best page, the suite's judge) of the suite's 1
   tokens; each arm asks every question through ``Pipeline.search`` with BM25 alone (``bm25``), the page
   spaces (``hybrid``: text + bm25, DBSF) and the suite's default (``default``: + the document stage);
 * ``page`` / ``chunk``: exact BM25 computed here from the catalog's text with the same tokenizer
-  (``qdrant_edge.Bm25``, token counts recovered exactly, :func:`mmrag.spaces.bm25_text.bm25_length`) and the
+  (``qdrant_edge.Bm25``, token counts recovered exactly, :func:`mmrag.spaces.bm25.bm25_length`) and the
   IDF Qdrant applies, ``ln((N - n + 0.5) / (n + 0.5) + 1)``: each page one BM25 document (its own average),
   or each chunk of ``chunk_words`` (the text spaces' chunks; chunks are the documents, their own average and
   IDF) with a page scored by its best chunk. ``page`` is checked against the store's scores of ``avgown``.
@@ -37,7 +37,7 @@ from mmrag.ingest.chunking import chunk_page
 from mmrag.ingest.page_context import section_line
 from mmrag.jobs.bm25_stats import corpus_avg_len, reweight
 from mmrag.pipeline import Pipeline
-from mmrag.spaces.bm25_text import bm25_model, bm25_term_counts, bm25_text
+from mmrag.spaces.bm25 import bm25_model, bm25_term_counts, bm25_text
 from mmrag.types import SearchRequest
 
 K, B = 1.2, 0.75

@@ -36,10 +36,10 @@ import torch
 from bench._pages import render_pages
 from bench._stats import interval, machine_line, paired_ratios, result_line, verdict
 from mmrag.generate.answer import AnswerService, TokenDelta
-from mmrag.generate.config import VLMConfig
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
+from mmrag.vlm_config import VLMConfig
 
 # Qwen/Qwen2.5-VL-7B-Instruct config.json (text and vision_config)
 QWEN25VL_7B = dict(
@@ -156,7 +156,7 @@ def encoder_alone(backend: TransformersBackend, pages: list[tuple[str, bytes]], 
                   budget: int) -> tuple[float, int]:
     """Wall seconds of ``backend.encode`` over answer q's pages, planned as the answer plans them,
     and the visual tokens of that plan (checked against the answer's)."""
-    from mmrag.generate.backend import image_input
+    from mmrag.generate.base import image_input
     from mmrag.generate.visual_tokens import split_budget
 
     _, per_page = split_budget(per_answer, budget, 1280, 64)

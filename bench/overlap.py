@@ -31,7 +31,7 @@ import torch
 from bench._pages import render_pages
 from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
 from bench.encoder_cache import scaled_model_dir
-from mmrag.generate.backend import (
+from mmrag.generate.base import (
     EncodedImage,
     GenerationRequest,
     ImageInput,
@@ -39,10 +39,10 @@ from mmrag.generate.backend import (
     VLMBackend,
     image_input,
 )
-from mmrag.generate.config import VLMConfig
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
 from mmrag.generate.visual_tokens import QwenVisualTokenizer
+from mmrag.vlm_config import VLMConfig
 
 
 def requests(backend: TransformersBackend, n: int, tag: str) -> list[GenerationRequest]:

@@ -1,5 +1,6 @@
 """Decoding images safely, the one way for every stage: size checks from the header before any pixel
-is decoded (decompression-bomb guard), first frame, EXIF orientation, RGB with transparency on white.
+is decoded (decompression-bomb guard), first frame, EXIF orientation, RGB with transparency on white;
+and page images encoded as PNG (:func:`encode_png`).
 
 A top-level module (not in :mod:`mmrag.ingest`) so that the embedding service and the VLM backends
 use it without importing the PDF and conversion stack.
@@ -103,3 +104,10 @@ def to_rgb(img: Image.Image) -> Image.Image:
         background.paste(rgba, mask=rgba.split()[-1])
         return background
     return img.convert("RGB")
+
+
+def encode_png(img: Image.Image) -> bytes:
+    """A page image as PNG (fast compression: page renders are stored and served, rarely re-read)."""
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()

@@ -121,8 +121,8 @@ class Pipeline:
     def ingest_bytes(self, corpus: str, data: bytes, filename: str,
                      metadata: dict[str, Any] | None = None) -> IngestOutcome:
         """Index one file through a job; its error (corrupt, too large, ...) is raised here."""
-        check_upload(data, filename, self.settings.ingest.max_upload_bytes, self.settings.ingest)
-        job = self.ingest_uploads(corpus, [Upload(filename, data, dict(metadata or {}))])
+        kind = check_upload(data, filename, self.settings.ingest.max_upload_bytes, self.settings.ingest)
+        job = self.ingest_uploads(corpus, [Upload(filename, data, dict(metadata or {}), kind.name)])
         f = job.files[0]
         return IngestOutcome(self.ingested_document(job, f), f.state == FileState.DONE, dict(job.timings))
 
@@ -134,8 +134,8 @@ class Pipeline:
             if not path.is_file():
                 raise NotFound(f"no such file: {path}")
             data = path.read_bytes()
-            check_upload(data, path.name, self.settings.ingest.max_upload_bytes, self.settings.ingest)
-            uploads.append(Upload(path.name, data, dict(metadata or {})))
+            kind = check_upload(data, path.name, self.settings.ingest.max_upload_bytes, self.settings.ingest)
+            uploads.append(Upload(path.name, data, dict(metadata or {}), kind.name))
         job = self.ingest_uploads(corpus, uploads, progress)
         return [self.ingested_document(job, f) for f in job.files]
 

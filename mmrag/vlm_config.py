@@ -1,7 +1,7 @@
 """Configuration of the VLM engine (attached to ``Settings`` as ``settings.vlm``).
 
 It lives outside :mod:`mmrag.generate` so that importing :mod:`mmrag.config` loads no engine
-code (and no torch); ``mmrag.generate.config`` re-exports it.
+code (and no torch); the engine's modules import it from here.
 """
 
 from __future__ import annotations

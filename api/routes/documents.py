@@ -31,7 +31,7 @@ from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, To
 from mmrag.imaging import decode_image
 from mmrag.ingest.convert import CONVERTER
 from mmrag.ingest.convert.sandbox import require_isolation
-from mmrag.ingest.sniff import ACCEPTED, sniff_kind
+from mmrag.ingest.sniff import ACCEPTED, Kind
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.writer import Upload, check_upload
 from mmrag.pipeline import Pipeline
@@ -125,8 +125,8 @@ async def upload_documents(
         name = upload.filename or "upload"
         try:
             data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
-            await run_in_threadpool(checked_upload, data, name, pipeline.settings)
-            accepted.append(Upload(name, data, meta))
+            kind = await run_in_threadpool(checked_upload, data, name, pipeline.settings)
+            accepted.append(Upload(name, data, meta, kind.name))
         except MMRAGError as exc:
             errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
     if not accepted:
@@ -145,12 +145,13 @@ async def upload_documents(
     return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
 
 
-def checked_upload(data: bytes, name: str, settings: Settings) -> None:
+def checked_upload(data: bytes, name: str, settings: Settings) -> Kind:
     """The synchronous upload checks (off the event loop: ZIP parts are parsed), and, when this process
     converts (no broker), 503 up front for a kind that needs a converter isolation this host cannot give."""
-    check_upload(data, name, settings.ingest.max_upload_bytes, settings.ingest)
-    if settings.jobs.broker_url is None and sniff_kind(data, name).name in CONVERTER:
+    kind = check_upload(data, name, settings.ingest.max_upload_bytes, settings.ingest)
+    if settings.jobs.broker_url is None and kind.name in CONVERTER:
         require_isolation(settings.ingest.convert_isolation, f"converting {name}")
+    return kind
 
 
 def job_finished(pipeline: Pipeline, job_id: str) -> bool:

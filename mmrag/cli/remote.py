@@ -59,8 +59,8 @@ class LocalBackend:
             data = p.read_bytes()
             try:
                 ingest = self.pipeline.settings.ingest
-                check_upload(data, p.name, ingest.max_upload_bytes, ingest)
-                uploads.append(Upload(p.name, data, metadata))
+                kind = check_upload(data, p.name, ingest.max_upload_bytes, ingest)
+                uploads.append(Upload(p.name, data, metadata, kind.name))
             except errors.MMRAGError as exc:
                 rejected.append((p.name, exc.code, exc.message))
         return ([self.pipeline.runner.submit(corpus, uploads)] if uploads else []), rejected

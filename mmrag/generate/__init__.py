@@ -20,12 +20,12 @@ from mmrag.generate.answer import (
     event_payloads,
     final_answer,
 )
-from mmrag.generate.backend import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
-from mmrag.generate.backends import build_backend, build_engine
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
 from mmrag.generate.encoder_cache import EncoderCache, EncoderCacheKey
 from mmrag.generate.engine import VLMEngine
+from mmrag.generate.factory import build_backend, build_engine
 from mmrag.generate.visual_tokens import VisualTokenPlan, tokenizer_for
+from mmrag.vlm_config import VLMConfig
 
 __all__ = [
     "AdmissionController",

@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from mmrag.errors import InvalidInput, MMRAGError, Overloaded, error_for_code
-from mmrag.generate.backend import GenerationRequest, ImageInput, RequestTimings, image_input
-from mmrag.generate.backends import build_engine
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import GenerationRequest, ImageInput, RequestTimings, image_input
 from mmrag.generate.engine import VLMEngine
+from mmrag.generate.factory import build_engine
 from mmrag.generate.visual_tokens import split_budget
 from mmrag.types import Evidence, SearchRequest, SearchResult
+from mmrag.vlm_config import VLMConfig
 
 SearchFn = Callable[[str, SearchRequest], SearchResult]
 LoadPageImage = Callable[[str, str], bytes]

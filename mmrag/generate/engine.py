@@ -16,9 +16,9 @@ from collections.abc import Callable, Generator, Iterator
 
 from mmrag.errors import Overloaded
 from mmrag.generate.admission import AdmissionController, Ticket
-from mmrag.generate.backend import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import EncodedImage, GenerationRequest, ImageInput, RequestTimings, VLMBackend
 from mmrag.generate.encoder_cache import EncoderCache, EncoderCacheKey
+from mmrag.vlm_config import VLMConfig
 
 
 class EngineStream(Iterator[str]):

@@ -18,7 +18,7 @@ import torch
 
 from mmrag.devices import resolve_device_dtype
 from mmrag.errors import InvalidInput, NotFound, Unavailable
-from mmrag.generate.backend import (
+from mmrag.generate.base import (
     MAX_IMAGE_PIXELS,
     EncodedImage,
     GenerationRequest,
@@ -26,12 +26,12 @@ from mmrag.generate.backend import (
     RequestTimings,
     VLMBackend,
 )
-from mmrag.generate.config import VLMConfig
 from mmrag.generate.decode_loop import ComputeLedger, DecodeLoop
 from mmrag.generate.decode_loop import Sequence as LoopSequence
 from mmrag.generate.qwen_inputs import expand_image_placeholders, mrope_position_ids, scatter_image_features
 from mmrag.generate.visual_tokens import QwenVisualTokenizer
 from mmrag.imaging import decode_image
+from mmrag.vlm_config import VLMConfig
 
 
 class TransformersBackend(VLMBackend):

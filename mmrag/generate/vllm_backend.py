@@ -29,7 +29,7 @@ import httpx
 from PIL import Image
 
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
-from mmrag.generate.backend import (
+from mmrag.generate.base import (
     MAX_IMAGE_PIXELS,
     EncodedImage,
     GenerationRequest,
@@ -37,9 +37,9 @@ from mmrag.generate.backend import (
     RequestTimings,
     VLMBackend,
 )
-from mmrag.generate.config import VLMConfig
 from mmrag.generate.visual_tokens import VisualTokenizer, tokenizer_for
 from mmrag.imaging import decode_image
+from mmrag.vlm_config import VLMConfig
 
 
 def family_of(model_id: str) -> str:

@@ -1,5 +1,2 @@
-"""Ingest: bytes in, a :class:`mmrag.types.Document` with rendered pages and text out."""
-
-from mmrag.ingest.parse import parse_document, sniff_media_type
-
-__all__ = ["parse_document", "sniff_media_type"]
+"""Ingest: an upload checked (:mod:`~mmrag.ingest.source`), converted to PDF when needed, its pages
+rendered and read (:mod:`~mmrag.ingest.parse`); the job stages (:mod:`mmrag.jobs.stages`) run these."""

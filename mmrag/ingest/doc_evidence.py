@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.doc_forms import find_form, find_labels, find_versions, name_tokens
@@ -29,6 +29,9 @@ from mmrag.ingest.doc_orgs import find_entities, tickers
 from mmrag.ingest.doc_periods import document_periods, primary_date, spoken_period
 from mmrag.ingest.page_context import largest_text
 from mmrag.types import Word
+
+if TYPE_CHECKING:
+    import pymupdf
 
 FIRST_PAGES = 6  # pages read: a cover, its contents, the first statements (their year-to-date columns)
 ENTITY_PAGES = 3  # pages organisations are read from (a cover without the name in text: the next pages)
@@ -76,7 +79,7 @@ def first_heading(text: str) -> str | None:
 
 def document_facts(filename: str, pages_text: Sequence[str], metadata: Mapping[str, Any] | None = None,
                    *, base: DocumentFacts | None = None, words: Sequence[Sequence[Word]] = ()) -> DocumentFacts:
-    """``base`` (the facts read from the file's own metadata, :mod:`mmrag.ingest.file_facts`) completed
+    """``base`` (the facts read from the file's own metadata, :mod:`mmrag.ingest.file_metadata`) completed
     with the facts of the file name, the metadata's title / subject / keywords and the first pages' text
     (``pages_text``, one string of lines per page; ``words``: the same pages' words with boxes, for a
     cover's columns). Facts ``base`` already has are kept."""
@@ -116,25 +119,18 @@ def refresh_facts(stored: DocumentFacts, filename: str, pages: Sequence[Sequence
     return facts_from_words(filename, pages, base=base)
 
 
-def complete_facts(facts: DocumentFacts, filename: str, pdf: bytes | Path | None) -> DocumentFacts:
-    """:func:`document_facts` for an upload: ``pdf`` is the PDF its pages render from (the upload
+def complete_facts(facts: DocumentFacts, filename: str, pdf: pymupdf.Document | None) -> DocumentFacts:
+    """:func:`document_facts` for an upload: ``pdf`` is the open PDF its pages render from (the upload
     or its conversion; None for an image), read for its metadata, largest type and first pages' words."""
     if pdf is None:
         return document_facts(filename, [], base=facts)
-    import pymupdf
-
     from mmrag.ingest.pdf import page_words
 
-    try:
-        doc = pymupdf.open(stream=pdf, filetype="pdf") if isinstance(pdf, bytes) else pymupdf.open(pdf)
-    except Exception:  # unreadable: the PDF checks of ingestion report real damage
-        return document_facts(filename, [], base=facts)
-    with doc:
-        words = [page_words(doc[i]) for i in range(min(FIRST_PAGES, doc.page_count))]
-        meta = doc.metadata or {}
-        if not meaningful_title(facts.title) and not meaningful_title(meta.get("title")) and doc.page_count:
-            facts.title = largest_text(doc[0])
-        return facts_from_words(filename, words, meta, base=facts)
+    words = [page_words(pdf[i]) for i in range(min(FIRST_PAGES, pdf.page_count))]
+    meta = pdf.metadata or {}
+    if not meaningful_title(facts.title) and not meaningful_title(meta.get("title")) and pdf.page_count:
+        facts.title = largest_text(pdf[0])
+    return facts_from_words(filename, words, meta, base=facts)
 
 
 def evidence_text(facts: DocumentFacts, filename: str, *, periods: int = 4) -> str:

@@ -27,8 +27,8 @@ import pymupdf
 
 from mmrag.config import IngestConfig
 from mmrag.errors import NotFound
+from mmrag.imaging import encode_png
 from mmrag.ingest import pdf
-from mmrag.ingest.images import encode_png
 from mmrag.types import Page, TextSource
 
 

@@ -1,31 +1,19 @@
-"""Bytes to :class:`Document`: sniff the type, check limits, render, read text, OCR."""
+"""Pages of a PDF or an image upload: text layer or OCR, render (the parse stage's work, :mod:`mmrag.jobs.pages`)."""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
 
 from PIL import Image
 
 from mmrag.config import IngestConfig
-from mmrag.errors import InvalidInput, TooLarge
+from mmrag.imaging import decode_image, encode_png
 from mmrag.ingest import pdf
-from mmrag.ingest.ids import document_id, page_id
-from mmrag.ingest.images import decode_image, encode_png
+from mmrag.ingest.ids import page_id
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
 from mmrag.ingest.page_context import section_paths
-from mmrag.ingest.sniff import BY_MEDIA_TYPE, KINDS, sniff_kind
-from mmrag.types import Document, Page, TextSource, Word
-
-SUPPORTED = list(BY_MEDIA_TYPE)
-IMAGE_KINDS = frozenset(k for k, v in KINDS.items() if v.family == "image")
-
-
-def sniff_media_type(data: bytes, filename: str = "") -> str:
-    """The media type the bytes really are (:func:`mmrag.ingest.sniff.sniff_kind`); the extension only
-    breaks ties: a ``.png`` holding text is rejected, naming what its bytes look like."""
-    return sniff_kind(data, filename).media_type
+from mmrag.types import Page, TextSource, Word
 
 
 def _usable(words: list[Word], min_chars: int) -> bool:
@@ -106,26 +94,3 @@ def parse_image(data: bytes, doc_id: str, filename: str, config: IngestConfig) -
         scale = (config.max_page_pixels / (image.width * image.height)) ** 0.5
         image = image.resize((max(1, int(image.width * scale)), max(1, int(image.height * scale))))
     return [_page(doc_id, 1, image, words, source, timings)]
-
-
-def parse_document(data: bytes, filename: str, config: IngestConfig,
-                   metadata: dict[str, Any] | None = None) -> Document:
-    """Validate and parse one upload. Raises InvalidInput subclasses for bad files."""
-    name = filename or "upload"
-    if len(data) == 0:
-        raise InvalidInput(f"{name} is empty (0 bytes); upload a PDF or an image")
-    if len(data) > config.max_upload_bytes:
-        raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {config.max_upload_bytes:,} "
-                       "(MMRAG_INGEST__MAX_UPLOAD_BYTES)")
-    from mmrag.ingest.source import prepare_source  # source -> convert -> worker -> parse: import late
-    t0 = time.perf_counter()
-    source = prepare_source(data, name, config)
-    doc_id = document_id(data)
-    if source.kind in IMAGE_KINDS:
-        pages = parse_image(data, doc_id, name, config)
-    else:
-        pages = parse_pdf(source.pdf or data, doc_id, config)
-    return Document(
-        id=doc_id, filename=name, media_type=source.media_type, size_bytes=len(data), pages=pages,
-        metadata={**(metadata or {}), "doc": source.facts.as_dict()}, timings={"parse": time.perf_counter() - t0},
-    )

@@ -3,9 +3,11 @@
 :func:`inspect_upload` is the synchronous check made before a job starts (kind from the bytes,
 ZIP container limits, XML entity declarations, worksheet rows, CSV lines, email attachments, fields and
 links that include other files): each
-refusal names the limit. :func:`prepare_source` is the job's ``plan`` work for one file: every kind
+refusal names the limit; the kind it finds travels with the upload (``Manifest.kind``), so the checks
+run once. :func:`prepare_source` is the job's ``plan`` work for one file: every kind
 that is not a PDF or an image is converted to PDF once (:mod:`mmrag.ingest.convert`, a limited
-subprocess), and the pages are then rendered from that PDF exactly like an uploaded PDF.
+subprocess), and the pages are then rendered from that PDF exactly like an uploaded PDF; that PDF is
+opened once, for its page count, its metadata and its first pages' words (the document's facts).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest import pdf
 from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.convert.references import check_rtf, check_word97
+from mmrag.ingest.doc_evidence import complete_facts
 from mmrag.ingest.doc_facts import DocumentFacts
-from mmrag.ingest.file_facts import file_facts
+from mmrag.ingest.file_metadata import file_facts
 from mmrag.ingest.mail import check_email
 from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.sniff import SPREADSHEETS, Kind, decode_text, sniff_kind
@@ -33,11 +36,11 @@ ZIP_KINDS = frozenset({"docx", "docm", "pptx", "pptm", "xlsx", "xlsm", "odt", "o
 class Source:
     """plan -> parse: the upload's kind and the bytes its pages render from."""
 
-    kind: str  # sniffed kind name (docx, pdf, png, ...)
+    kind: str  # sniffed kind name (docx, pdf, png, ...), decided once (at upload, else at plan)
     media_type: str  # the upload's media type (stored with the document)
     pages: int  # pages it renders to
     pdf: bytes | None  # the converted PDF; None when the upload itself is a PDF or an image
-    facts: DocumentFacts  # title, author, dates, page count read from the file
+    facts: DocumentFacts  # title, author, dates, page count read from the file; entities, periods... from its pages
     render: RenderSpec | None = None  # how its PDF pages are rendered (None for images): the page store re-renders
 
 
@@ -64,42 +67,35 @@ def inspect_upload(data: bytes, name: str, config: IngestConfig) -> Kind:
     return kind
 
 
-def _page_count(data: bytes, config: IngestConfig) -> int:
-    doc = pdf.open_pdf(data, config)
+def _open_converted(converted: bytes, kind: Kind, name: str, config: IngestConfig) -> pymupdf.Document:
     try:
-        return int(doc.page_count)
-    finally:
-        doc.close()
-
-
-def _converted_pages(converted: bytes, kind: Kind, name: str, config: IngestConfig) -> int:
-    try:
-        with pymupdf.open("pdf", converted) as doc:
-            n = doc.page_count
+        doc = pymupdf.open("pdf", converted)
     except Exception as exc:
         raise CorruptDocument(f"{name}: the converted {kind.name} file is not a readable PDF ({exc})") from exc
+    n = doc.page_count
     if n > config.max_pages:
+        doc.close()
         what = "a spreadsheet" if kind.name in SPREADSHEETS else f"the {kind.name} file"
         raise TooLarge(f"{name}: {what} renders to more than {config.max_pages} pages; the limit is "
                        f"{config.max_pages} (MMRAG_INGEST__MAX_PAGES)", detail={"limit": "max_pages"})
     if n == 0:
+        doc.close()
         raise CorruptDocument(f"{name}: the {kind.name} file converts to no pages (empty document)")
-    return n
+    return doc
 
 
-def prepare_source(data: bytes, name: str, config: IngestConfig) -> Source:
-    """Check, convert when needed (once), count pages, read the file's facts."""
-    kind = inspect_upload(data, name, config)
+def prepare_source(data: bytes, name: str, config: IngestConfig, checked: Kind | None = None) -> Source:
+    """Convert when needed (once), count pages, read the file's facts. ``checked``: the kind
+    :func:`inspect_upload` found when the upload was accepted (its checks passed); None: sniff and check here."""
+    kind = checked or inspect_upload(data, name, config)
     if kind.family == "image":
-        return Source(kind.name, kind.media_type, 1, None, DocumentFacts(page_count=1, source_kind=kind.name))
-    if kind.family == "pdf":
-        pages = _page_count(data, config)
-        facts = file_facts(data, kind)
-        facts.page_count = pages
-        return Source(kind.name, kind.media_type, pages, None, facts, _spec(config))
-    converted = convert_to_pdf(data, kind.name, config)
-    pages = _converted_pages(converted, kind, name, config)
-    return Source(kind.name, kind.media_type, pages, converted, file_facts(data, kind, converted), _spec(config))
+        facts = complete_facts(DocumentFacts(page_count=1, source_kind=kind.name), name, None)
+        return Source(kind.name, kind.media_type, 1, None, facts)
+    converted = None if kind.family == "pdf" else convert_to_pdf(data, kind.name, config)
+    doc = pdf.open_pdf(data, config) if converted is None else _open_converted(converted, kind, name, config)
+    with doc:  # the one open of the PDF the pages render from
+        facts = complete_facts(file_facts(data, kind, doc), name, doc)
+        return Source(kind.name, kind.media_type, doc.page_count, converted, facts, _spec(config))
 
 
 def _spec(config: IngestConfig) -> RenderSpec | None:

@@ -1,6 +1,6 @@
 """A corpus's own BM25 length statistics, and re-weighting its stored BM25 vectors when they drift.
 
-BM25's stored values are normalised by an average page length (:mod:`mmrag.spaces.bm25_text`). With
+BM25's stored values are normalised by an average page length (:mod:`mmrag.spaces.bm25`). With
 ``CorpusConfig.bm25_avg_len`` None that average is the corpus's own, kept by the single writer
 (:class:`mmrag.jobs.writer.JobWriter`) in the catalog (:mod:`mmrag.catalog_bm25`, ``catalog.bm25``):
 
@@ -27,8 +27,7 @@ from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
 from mmrag.ingest.ids import point_id
 from mmrag.ingest.page_context import section_line
-from mmrag.spaces.bm25_text import bm25_length, bm25_text
-from mmrag.spaces.text import Bm25Space
+from mmrag.spaces.bm25 import Bm25Space, bm25_length, bm25_text
 from mmrag.store.base import VectorStore, VectorValue
 from mmrag.types import Document
 

@@ -49,7 +49,6 @@ class Planned:
 
     pages: int
     batches: int
-    media_type: str  # sniffed from the bytes
     timings: dict[str, float] = field(default_factory=dict)  # {"plan": seconds}
 
 
@@ -73,10 +72,12 @@ def info_to_dict(info: WorkInfo) -> dict[str, Any]:
 
 
 def info_from_dict(data: dict[str, Any]) -> WorkInfo:
-    """Inverse of :func:`info_to_dict`; untagged dicts (messages of an older version) by their keys."""
+    """Inverse of :func:`info_to_dict`; untagged dicts (messages of an older version) by their keys,
+    whose fields this version dropped are ignored (``Planned.media_type``)."""
     data = dict(data)
     kind = data.pop("kind", None) or ("failed" if "error" in data else "planned" if "pages" in data else "timings")
-    return _INFO_KINDS[kind](**data)
+    cls = _INFO_KINDS[kind]
+    return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,7 @@ class Manifest:
     metadata: dict[str, Any]  # stored with every page
     spaces: list[str]  # the corpus's spaces when the job started
     corpus_config: CorpusConfig | None = None  # per-corpus options for the spaces (None: defaults)
+    kind: str | None = None  # the kind the upload checks found (they passed); None: plan sniffs and checks
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from mmrag.config import IngestConfig
-from mmrag.ingest.parse import parse_image, parse_pdf, sniff_media_type
+from mmrag.ingest.parse import parse_image, parse_pdf
+from mmrag.ingest.sniff import KINDS
 from mmrag.types import Page
 
 PIXEL_SPACES = frozenset({"clip", "colpali"})
@@ -20,14 +21,14 @@ def needs_images(spaces: Iterable[str], config: IngestConfig) -> bool:
     return config.keep_page_files or any(s in PIXEL_SPACES for s in spaces)
 
 
-def parse_pages(data: bytes, doc_id: str, filename: str, config: IngestConfig,
-                first: int, last: int, images: bool = True) -> tuple[str, list[Page]]:
-    """(media type, pages ``first..last`` (1-based, inclusive)), with text layer or OCR, rendered if
-    ``images`` (OCRed pages and image uploads always are)."""
-    media_type = sniff_media_type(data, filename)
-    if media_type != "application/pdf":
-        return media_type, parse_image(data, doc_id, filename, config)
-    return media_type, parse_pdf(data, doc_id, config, first, last, images)
+def parse_pages(data: bytes, kind: str, doc_id: str, filename: str, config: IngestConfig,
+                first: int, last: int, images: bool = True) -> list[Page]:
+    """Pages ``first..last`` (1-based, inclusive) of ``data``, an image upload or a PDF (the upload or
+    its conversion) as the plan stage's ``kind`` says, with text layer or OCR, rendered if ``images``
+    (OCRed pages and image uploads always are)."""
+    if KINDS[kind].family == "image":
+        return parse_image(data, doc_id, filename, config)
+    return parse_pdf(data, doc_id, config, first, last, images)
 
 
 def split_images(pages: list[Page]) -> tuple[list[Page], list[bytes | None]]:

@@ -15,6 +15,11 @@ Encoding: JSON values stay themselves; everything else is a one-key object::
     {"O": c, "c": [col...]} a list of dataclass c (16 or more, e.g. a page's words), by column: each
                             {"j": [...]} (JSON scalars), {"tf": i} (tuples of floats, array i) or {"l": [...]}
     c indexes the file's class table, each "module:QualName" inside mmrag.
+
+Records are not versioned: a dataclass is stored by its fields' values in order, so a file whose
+record has another number of fields than this version's class (spooled by an older or newer
+version) is refused with :class:`SpoolFormatError` naming the class (the stage fails the file with
+that reason), never read into the wrong fields.
 """
 
 from __future__ import annotations
@@ -151,10 +156,11 @@ class _Decoder:
         kind = self.classes[body]
         if tag == "O":
             columns = [self.column(c) for c in value["c"]]
+            _same_fields(kind, len(columns))
             return [kind(*row) for row in zip(*columns, strict=True)]
         inner = value["v"]
         if tag == "o":
-            names = [f.name for f in dataclasses.fields(kind) if f.init]
+            names = _same_fields(kind, len(inner))
             return kind(**dict(zip(names, (self.decode(v) for v in inner), strict=True)))
         if tag == "e":
             return kind(inner)
@@ -169,6 +175,15 @@ class _Decoder:
         if "tf" in col:
             return [tuple(row) for row in self.arrays[f"a{col['tf']}"].tolist()]
         return [self.decode(v) for v in col["l"]]
+
+
+def _same_fields(kind: type, stored: int) -> list[str]:
+    """The init fields of dataclass ``kind``, when a record of it holds as many values."""
+    names = [f.name for f in dataclasses.fields(kind) if f.init]
+    if stored != len(names):
+        raise SpoolFormatError(f"the spool holds a {kind.__qualname__} of {stored} fields; this version's has "
+                               f"{len(names)} ({', '.join(names)}): it was spooled by another version of mmrag")
+    return names
 
 
 def loads(data: bytes) -> Any:

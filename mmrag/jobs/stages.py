@@ -4,7 +4,8 @@ Each stage takes a :class:`Work` (ids only), reads its input from the spool, wri
 to the spool under a key derived from (job, file, batch) and returns the work to send next.
 Re-running a stage overwrites the same output, so redelivery (``acks_late``) and retries are safe.
 
-    plan  (cpu):  count pages, or report the file bad  -> commit + parse of the first page batches
+    plan  (cpu):  convert, count pages, read facts,     -> commit + parse of the first page batches
+                  or report the file bad
     parse (cpu):  text layer, tables, OCR (render)       -> embed   (or commit: file failed)
     embed (gpu):  vectors of one batch's pages           -> write + parse of the next batch
     write / commit run in the process that owns the store (:mod:`mmrag.jobs.writer`).
@@ -28,8 +29,8 @@ from dataclasses import dataclass, replace
 
 from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
-from mmrag.ingest.doc_evidence import complete_facts
 from mmrag.ingest.page_store import RenderSpec
+from mmrag.ingest.sniff import KINDS
 from mmrag.ingest.source import Source, prepare_source
 from mmrag.jobs.embedding import embed_pages
 from mmrag.jobs.model import Failed, ParsedBatch, Planned, StageTimings, Work
@@ -78,15 +79,13 @@ def plan(ctx: StageContext, work: Work) -> list[Work]:
         return []
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
-    data = ctx.spool.blob(m.blob)
-    source = prepare_source(data, m.filename, ctx.ingest)  # non-PDF kinds converted once
-    ctx.spool.put(work.job_id, work.file, SOURCE_BATCH, "source", source)
-    evidence = complete_facts(source.facts, m.filename, source.pdf or (data if source.kind == "pdf" else None))
-    facts = {**m.metadata, "doc": evidence.as_dict()}  # title/author/dates + entities/periods: catalog + payload
+    checked = KINDS[m.kind] if m.kind else None  # the kind the upload checks found (they ran then)
+    source = prepare_source(ctx.spool.blob(m.blob), m.filename, ctx.ingest, checked)  # non-PDF kinds converted once
+    ctx.spool.put(work.job_id, work.file, SOURCE_BATCH, "source", source)  # later stages read its kind
+    facts = {**m.metadata, "doc": source.facts.as_dict()}  # title/author/dates + entities/periods: catalog + payload
     ctx.spool.put_manifest(work.job_id, work.file, replace(m, metadata=facts))
-    media_type, pages = source.media_type, source.pages
-    batches = math.ceil(pages / ctx.batch_pages)
-    info = Planned(pages, batches, media_type, {"plan": time.perf_counter() - t0})
+    batches = math.ceil(source.pages / ctx.batch_pages)
+    info = Planned(source.pages, batches, {"plan": time.perf_counter() - t0})
     return [Work("commit", work.job_id, work.file, -1, info)] + [
         Work("parse", work.job_id, work.file, b) for b in range(min(batches, ctx.parse_ahead + 1))]
 
@@ -101,12 +100,11 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
     if first > source.pages:
         return []  # released by the window (see embed) past the file's last batch
-    _, pages = parse_pages(data, m.document_id, m.filename, ctx.ingest, first, last,
-                           images=needs_images(m.spaces, ctx.ingest))
-    media_type = source.media_type
+    pages = parse_pages(data, source.kind, m.document_id, m.filename, ctx.ingest, first, last,
+                        images=needs_images(m.spaces, ctx.ingest))
     meta, images = split_images(pages)
     ctx.spool.put(work.job_id, work.file, work.batch, "images", images)
-    ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(media_type, meta))
+    ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(source.media_type, meta))
     timings = {"parse": time.perf_counter() - t0, **stage_timings(pages)}
     return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]
 

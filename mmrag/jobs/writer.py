@@ -30,8 +30,7 @@ from mmrag.config import IngestConfig
 from mmrag.errors import InvalidInput, NotFound, TooLarge
 from mmrag.ingest.ids import document_id
 from mmrag.ingest.mail import email_attachments
-from mmrag.ingest.parse import sniff_media_type
-from mmrag.ingest.sniff import ACCEPTED
+from mmrag.ingest.sniff import ACCEPTED, Kind, sniff_kind
 from mmrag.ingest.source import inspect_upload
 from mmrag.jobs import bm25_stats
 from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
@@ -51,26 +50,29 @@ class Upload:
     filename: str
     data: bytes
     metadata: dict[str, Any]
+    kind: str | None = None  # the kind check_upload returned (the plan stage trusts it); None: plan checks
 
 
-def check_upload(data: bytes, name: str, max_bytes: int, config: IngestConfig | None = None) -> None:
+def check_upload(data: bytes, name: str, max_bytes: int, config: IngestConfig | None = None) -> Kind:
     """The checks that need no parsing (made before a job starts): not empty, under the size limit,
-    a supported type, container limits (:func:`mmrag.ingest.source.inspect_upload`). Corrupt or
+    a supported type, container limits (:func:`mmrag.ingest.source.inspect_upload`); returns the kind
+    (give it to the :class:`Upload`, so the plan stage does not sniff and check again). Corrupt or
     encrypted files are found while parsing and reported in the job."""
     if not data:
         raise InvalidInput(f"{name} is empty (0 bytes); upload a document ({ACCEPTED})")
     if len(data) > max_bytes:
         raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {max_bytes:,} (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
-    inspect_upload(data, name, config or IngestConfig(max_upload_bytes=max_bytes))
+    return inspect_upload(data, name, config or IngestConfig(max_upload_bytes=max_bytes))
 
 
 def with_attachments(uploads: list[Upload]) -> list[Upload]:
     """Each email followed by its attachments, as uploads of their own (one level: an attached email
-    becomes a document of its body; its own attachments are not unpacked)."""
+    becomes a document of its body; its own attachments are not unpacked). Attachments carry no kind:
+    the plan stage sniffs and checks them (a bad one fails as a file of the job)."""
     out = []
     for up in uploads:
         out.append(up)
-        if sniff_media_type(up.data, up.filename) == "message/rfc822":
+        if (up.kind or sniff_kind(up.data, up.filename).name) == "eml":
             out.extend(Upload(name, data, {**up.metadata, "attachment_of": up.filename})
                        for name, data in email_attachments(up.data, up.filename))
     return out
@@ -108,7 +110,7 @@ class JobWriter:
             blob, doc_id = self.spool.put_blob(up.data), document_id(up.data)
             exists = self.catalog.find_document(corpus, doc_id) is not None
             self.spool.put_manifest(job_id, i, Manifest(corpus, up.filename, doc_id, blob, len(up.data),
-                                                        up.metadata, spaces, corpus_config))
+                                                        up.metadata, spaces, corpus_config, up.kind))
             state = FileState.EXISTS if exists else FileState.QUEUED
             files.append(NewFile(up.filename, doc_id, blob, len(up.data), state))
         self.jobs.create_job(job_id, corpus, files)

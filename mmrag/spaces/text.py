@@ -1,19 +1,17 @@
-"""Text spaces: dense MiniLM over chunks (a page is a multi-vector of its chunk embeddings,
-scored by MaxSim = the best chunk's cosine) and BM25 over the page text."""
+"""The dense text space: MiniLM over chunks (a page is a multi-vector of its chunk embeddings,
+scored by MaxSim = the best chunk's cosine). BM25 over the page text is :mod:`mmrag.spaces.bm25`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-import qdrant_edge as qe
 
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
 from mmrag.ingest.chunking import embedded_text
 from mmrag.spaces.base import PageInput, QueryInput, Space
-from mmrag.spaces.bm25_text import bm25_length, bm25_model, bm25_text, mean_length
-from mmrag.store.base import Datatype, FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
+from mmrag.store.base import Datatype, FilterSpec, QueryNode, SpaceSpec, VectorValue
 
 
 class TextDenseSpace(Space):
@@ -69,52 +67,3 @@ class TextDenseSpace(Space):
     def prefetch(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
         vec = self.query_vector(query)
         return None if vec is None else QueryNode(limit=limit, using="text", vector=vec, filter=flt)
-
-
-class Bm25Space(Space):
-    """BM25 over each page's :func:`page_bm25_text`. ``avg_len`` is the average page length in BM25's
-    tokens that the stored values are normalised by; None: the average of the pages being embedded (a
-    corpus's first documents, re-weighted to the corpus's average after the job: mmrag.jobs.bm25_stats)."""
-
-    name = "bm25"
-
-    def __init__(self, avg_len: float | None = None) -> None:
-        self.avg_len = avg_len
-        self.model = bm25_model(avg_len or 1.0)  # queries weigh each token 1.0 whatever the length
-
-    def for_corpus(self, config: CorpusConfig) -> Space:
-        return self if config.bm25_avg_len == self.avg_len else Bm25Space(config.bm25_avg_len)
-
-    def specs(self) -> list[SpaceSpec]:
-        return [SpaceSpec("bm25", "sparse", idf=True)]
-
-    @staticmethod
-    def _sparse(v: qe.SparseVector) -> SparseVec:
-        return SparseVec(indices=list(v.indices), values=list(v.values))
-
-    def text_vectors(self, texts: list[str]) -> list[SparseVec | None]:
-        """The stored BM25 vector of each text (None: no tokens, the point gets no ``bm25`` vector)."""
-        model = self.model
-        if self.avg_len is None:
-            model = bm25_model(mean_length([bm25_length(t) for t in texts]) or 1.0)
-        out: list[SparseVec | None] = []
-        for text in texts:
-            v = model.embed_document(text) if text.strip() else None
-            out.append(self._sparse(v) if v is not None and len(v.indices) else None)
-        return out
-
-    def page_vectors(self, pages: list[PageInput]) -> list[dict[str, VectorValue]]:
-        return [{} if v is None else {"bm25": v} for v in self.text_vectors([page_bm25_text(p) for p in pages])]
-
-    def prefetch(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
-        if not query.text:
-            return None
-        v = self.model.embed_query(query.text)
-        if not len(v.indices):
-            return None
-        return QueryNode(limit=limit, using="bm25", vector=self._sparse(v), filter=flt)
-
-
-def page_bm25_text(p: PageInput) -> str:
-    """What BM25 indexes of a page being ingested: its section line, then its text (:func:`bm25_text`)."""
-    return bm25_text(p.page.indexed_text, p.context)

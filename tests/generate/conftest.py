@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmrag.generate.config import VLMConfig
 from mmrag.generate.transformers_backend import TransformersBackend
+from mmrag.vlm_config import VLMConfig
 from tests.generate.tiny_vlm import save_tiny_qwen25vl
 
 

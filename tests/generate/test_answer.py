@@ -16,11 +16,11 @@ from mmrag.generate.answer import (
     event_payloads,
     final_answer,
 )
-from mmrag.generate.backend import GenerationRequest
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import GenerationRequest
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
+from mmrag.vlm_config import VLMConfig
 from tests.generate.conftest import png_bytes
 
 PAGES = {f"p{i}": png_bytes(1654 // 4, 2339 // 4, seed=i) for i in range(6)}

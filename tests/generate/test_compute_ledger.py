@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from mmrag.generate.backend import GenerationRequest, RequestTimings, image_input
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import GenerationRequest, RequestTimings, image_input
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
+from mmrag.vlm_config import VLMConfig
 from tests.generate.conftest import png_bytes
 
 

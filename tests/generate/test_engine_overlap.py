@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from mmrag.generate.backend import (
+from mmrag.generate.base import (
     EncodedImage,
     GenerationRequest,
     ImageInput,
@@ -14,9 +14,9 @@ from mmrag.generate.backend import (
     VLMBackend,
     image_input,
 )
-from mmrag.generate.config import VLMConfig
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.visual_tokens import QwenVisualTokenizer
+from mmrag.vlm_config import VLMConfig
 from tests.generate.conftest import png_bytes
 
 STAGE_S = 0.15

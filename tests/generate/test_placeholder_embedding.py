@@ -8,10 +8,10 @@ import pytest
 import torch
 from PIL import Image
 
-from mmrag.generate.backend import GenerationRequest, RequestTimings, image_input
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import GenerationRequest, RequestTimings, image_input
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
+from mmrag.vlm_config import VLMConfig
 from tests.generate.conftest import png_bytes
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from mmrag.errors import Overloaded, Unavailable
-from mmrag.generate.backend import GenerationRequest, RequestTimings, image_input
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import GenerationRequest, RequestTimings, image_input
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.vllm_backend import VLLMBackend, family_of
+from mmrag.vlm_config import VLMConfig
 from tests.generate.conftest import png_bytes
 from tests.generate.fake_openai_server import FakeVLLM, validate_chat_request
 

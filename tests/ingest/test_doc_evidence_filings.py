@@ -10,11 +10,12 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from mmrag.ingest.doc_evidence import complete_facts, evidence_text
 from mmrag.ingest.doc_facts import DocumentFacts
-from mmrag.ingest.file_facts import pdf_facts
+from mmrag.ingest.file_metadata import pdf_facts
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 if not SHARED.exists():
@@ -25,8 +26,8 @@ SEC10Q = SHARED / "sec-10q" / "pdf"
 
 @lru_cache(maxsize=64)
 def facts_of(path: Path, name: str | None = None) -> DocumentFacts:
-    data = path.read_bytes()
-    return complete_facts(pdf_facts(data), name or path.name, data)
+    with pymupdf.open(path) as doc:
+        return complete_facts(pdf_facts(doc), name or path.name, doc)
 
 
 def filing(name: str) -> DocumentFacts:

@@ -11,11 +11,13 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import UnsupportedMediaType
-from mmrag.ingest import parse_document
 from mmrag.ingest.convert.html_safe import sanitize_html
-from mmrag.ingest.sniff import sniff_kind
+from mmrag.ingest.doc_evidence import meaningful_title
+from mmrag.ingest.file_metadata import file_facts
+from mmrag.ingest.sniff import KINDS, sniff_kind
 from mmrag.ingest.source import prepare_source
 from mmrag.types import TextSource
+from tests.ingest.helpers import parse_document
 
 FORMATS = Path(os.environ.get("MMRAG_TEST_FORMATS", Path(__file__).resolve().parents[3] / "shared/corpus/formats"))
 CFG = IngestConfig()
@@ -86,9 +88,13 @@ def test_spreadsheet_rows_keep_their_column_labels(converted):
 
 
 def test_markdown_epub_email(converted):
-    assert converted["md"].metadata["doc"]["title"] == "IBM"
-    epub = converted["epub"]
-    assert epub.metadata["doc"]["title"] == "Poetry" and len(epub.pages) > 10
+    own = {k: file_facts(formats_file(rel), KINDS[k]).title for k, rel in
+           (("md", "md/wiki.md"), ("epub", "epub/epub_purvis_poetry.epub"))}
+    assert own == {"md": "IBM", "epub": "Poetry"}  # the first heading, the OPF title
+    for kind in own:  # one word is no title to show: ingestion takes a line of the first pages instead
+        title = converted[kind].metadata["doc"]["title"]
+        assert title != own[kind] and meaningful_title(title) == title
+    assert len(converted["epub"].pages) > 10
     eml = converted["eml"]
     assert "Alice Example" in _text(eml) and eml.metadata["doc"]["title"] == "Email with Attachment"
 

@@ -11,10 +11,10 @@ from PIL import Image
 from mmrag.catalog import Catalog
 from mmrag.config import IngestConfig
 from mmrag.errors import NotFound
-from mmrag.ingest import parse_document
 from mmrag.ingest.page_store import PageImageStore, RenderSpec
 from mmrag.ingest.word_boxes import pack_words, unpack_words
 from mmrag.types import TextSource, Word
+from tests.ingest.helpers import parse_document
 
 CFG = IngestConfig()
 

@@ -10,9 +10,10 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge, UnsupportedMediaType
-from mmrag.ingest import parse_document, sniff_media_type
 from mmrag.ingest.parse import parse_pdf
+from mmrag.ingest.sniff import sniff_kind
 from mmrag.types import TextSource
+from tests.ingest.helpers import parse_document
 
 CFG = IngestConfig()
 
@@ -69,7 +70,7 @@ def _text_image(fmt: str, **save) -> bytes:
                                        ("TIFF", "image/tiff"), ("BMP", "image/bmp"), ("GIF", "image/gif")])
 def test_image_formats_decode(fmt, media):
     data = _text_image(fmt)
-    assert sniff_media_type(data, f"x.{fmt.lower()}") == media
+    assert sniff_kind(data, f"x.{fmt.lower()}").media_type == media
     doc = parse_document(data, f"x.{fmt.lower()}", IngestConfig(ocr=False))
     assert doc.media_type == media and (doc.pages[0].width, doc.pages[0].height) == (400, 120)
 

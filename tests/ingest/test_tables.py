@@ -19,7 +19,8 @@ from mmrag.ingest.table_ruled import crossings, ruled_region
 from mmrag.ingest.tables import find_tables, read_tables
 from mmrag.jobs.embedding import page_inputs
 from mmrag.spaces.base import PageInput
-from mmrag.spaces.text import Bm25Space, TextDenseSpace
+from mmrag.spaces.bm25 import Bm25Space
+from mmrag.spaces.text import TextDenseSpace
 from mmrag.types import Document
 from tests.conftest import CORPUS
 

@@ -15,8 +15,7 @@ from mmrag.catalog_bm25 import Bm25Indexed, Bm25Totals
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import load_embedder
 from mmrag.jobs import bm25_stats
-from mmrag.spaces.bm25_text import bm25_length, bm25_model, bm25_text
-from mmrag.spaces.text import Bm25Space
+from mmrag.spaces.bm25 import Bm25Space, bm25_length, bm25_model, bm25_text
 from tests.conftest import make_settings
 
 WORDS = ["revenue", "margin", "quarter", "fiscal", "operating", "income", "segment", "cloud", "devices", "services",

@@ -16,8 +16,9 @@ from mmrag.embed.base import EmbedderOptions, load_embedder
 from mmrag.jobs.pages import PIXEL_SPACES, needs_images
 from mmrag.pipeline import build_pipeline
 from mmrag.spaces.base import Space
+from mmrag.spaces.bm25 import Bm25Space
 from mmrag.spaces.document import DocumentSpace
-from mmrag.spaces.text import Bm25Space, TextDenseSpace
+from mmrag.spaces.text import TextDenseSpace
 from mmrag.spaces.visual import ClipSpace, ColpaliSpace
 from tests.conftest import make_settings
 from tests.fixtures.tiny_models import build_tiny_open_clip

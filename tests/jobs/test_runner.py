@@ -12,16 +12,6 @@ from mmrag.pipeline import build_pipeline
 from tests.jobs.helpers import encrypted_pdf, points_per_page, text_pdf, wait_until
 
 
-@pytest.fixture()
-def fake_pipeline(settings):
-    settings.jobs.batch_pages = 2
-    settings.embed.text_model = "fake:384"
-    p = build_pipeline(settings, embedders={"text": load_embedder("fake:384")})
-    p.corpora.create_corpus("c")
-    yield p
-    p.close()
-
-
 def _finished(p, job_id):
     job = p.jobs.status(job_id)
     return job if job.finished else None

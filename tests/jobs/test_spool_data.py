@@ -58,6 +58,12 @@ def test_a_spool_file_naming_other_code_is_refused(name):
         spool_codec.loads(_npz({"classes": [name], "value": {"o": 0, "v": ["echo pwned"]}}))
 
 
+def test_a_record_of_another_version_is_refused_naming_its_class():
+    header = {"classes": ["mmrag.jobs.model:ParsedBatch"], "value": {"o": 0, "v": ["application/pdf", [], "extra"]}}
+    with pytest.raises(spool_codec.SpoolFormatError, match="ParsedBatch of 3 fields; this version's has 2"):
+        spool_codec.loads(_npz(header))
+
+
 def test_a_pickle_in_the_spool_is_not_unpickled(tmp_path):
     class Boom:
         def __reduce__(self):

@@ -11,7 +11,7 @@ from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_t
 from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_forms import latest_of_series, series_key
 from mmrag.ingest.doc_periods import query_periods
-from mmrag.ingest.file_facts import pdf_facts
+from mmrag.ingest.file_metadata import pdf_facts
 
 FILING = """UNITED STATES SECURITIES AND EXCHANGE COMMISSION
 FORM 10-Q
@@ -66,7 +66,8 @@ def test_pdf_facts_read_metadata_and_the_largest_type(tmp_path: Path) -> None:
         page.insert_text((72, 140), "Issued by Example Holdings on 12 May 2020, revision v3.2.", fontsize=10)
         doc.set_metadata({"creationDate": "D:20200512093000Z"})
         doc.save(path)
-    facts = complete_facts(pdf_facts(path.read_bytes()), path.name, path.read_bytes())
+    with pymupdf.open(path) as doc:
+        facts = complete_facts(pdf_facts(doc), path.name, doc)
     assert facts.title == "Field Service Handbook" and facts.source_kind == "pdf" and facts.page_count == 1
     assert str(facts.created).startswith("2020-05-12") and facts.periods[0] == "2020-05-12"
     assert facts.entities == ["Example Holdings"] and facts.versions == ["revision v3.2"]

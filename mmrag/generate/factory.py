@@ -1,10 +1,10 @@
-"""Backend registry: ``VLMConfig.backend`` -> a built backend / engine (the composition root calls these)."""
+"""Building what ``VLMConfig.backend`` names: the backend and the engine in front of it (for the composition root)."""
 
 from __future__ import annotations
 
-from mmrag.generate.backend import VLMBackend
-from mmrag.generate.config import VLMConfig
+from mmrag.generate.base import VLMBackend
 from mmrag.generate.engine import VLMEngine
+from mmrag.vlm_config import VLMConfig
 
 
 def build_backend(config: VLMConfig) -> VLMBackend | None:

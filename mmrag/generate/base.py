@@ -92,7 +92,7 @@ def image_input(data: bytes, accounting: VisualTokenizer, max_tokens: int | None
 
 
 class VLMBackend(abc.ABC):
-    """Lifecycle: built once from a :class:`~mmrag.generate.config.VLMConfig` (loads weights or
+    """Lifecycle: built once from a :class:`~mmrag.vlm_config.VLMConfig` (loads weights or
     checks the server), then ``encode``/``generate`` are called from many threads; ``close``."""
 
     model_id: str  # hub id or path

@@ -65,15 +65,15 @@ def pdf_date(value: str | None) -> str | None:
     return f"{date}T{hh}:{mm or '00'}:{ss or '00'}" if hh else date
 
 
-def pdf_facts(pdf: bytes) -> DocumentFacts:
+def pdf_facts(doc: pymupdf.Document) -> DocumentFacts:
+    """The info dictionary of an open PDF, and its page count."""
     try:
-        with pymupdf.open("pdf", pdf) as doc:
-            meta = doc.metadata or {}
-            return DocumentFacts(title=_clean(meta.get("title")), author=_clean(meta.get("author")),
-                                 created=pdf_date(meta.get("creationDate")), modified=pdf_date(meta.get("modDate")),
-                                 page_count=doc.page_count, source_kind="pdf")
+        meta = doc.metadata or {}
     except Exception:  # unreadable metadata never fails an upload; the PDF checks report real damage
-        return DocumentFacts(source_kind="pdf")
+        meta = {}
+    return DocumentFacts(title=_clean(meta.get("title")), author=_clean(meta.get("author")),
+                         created=pdf_date(meta.get("creationDate")), modified=pdf_date(meta.get("modDate")),
+                         page_count=doc.page_count, source_kind="pdf")
 
 
 def _office(data: bytes) -> DocumentFacts:
@@ -114,32 +114,33 @@ def _email(data: bytes) -> DocumentFacts:
                          created=created)
 
 
-def file_facts(data: bytes, kind: Kind, pdf: bytes | None = None) -> DocumentFacts:
-    """Facts from the file's own metadata; what it lacks is taken from the (converted) PDF's info."""
+def _own_facts(data: bytes, name: str) -> DocumentFacts:
     from mmrag.ingest.sniff import decode_text
-    name = kind.name
     if name in _OFFICE_KINDS:
-        facts = _office(data)
-    elif name in _ODF_KINDS:
-        facts = _odf(data)
-    elif name == "epub":
-        facts = _epub(data)
-    elif name == "html":
-        facts = _html(decode_text(data))
-    elif name == "eml":
-        facts = _email(data)
-    elif name == "md":
+        return _office(data)
+    if name in _ODF_KINDS:
+        return _odf(data)
+    if name == "epub":
+        return _epub(data)
+    if name == "html":
+        return _html(decode_text(data))
+    if name == "eml":
+        return _email(data)
+    if name == "md":
         heading = _MD_HEADING.search(decode_text(data)[:65536])
-        facts = DocumentFacts(title=_clean(heading.group(1)) if heading else None)
-    elif name == "pdf":
-        facts = pdf_facts(data)
-    else:
-        facts = DocumentFacts()
+        return DocumentFacts(title=_clean(heading.group(1)) if heading else None)
+    return DocumentFacts()  # a PDF's own metadata is its info dictionary (below)
+
+
+def file_facts(data: bytes, kind: Kind, pdf: pymupdf.Document | None = None) -> DocumentFacts:
+    """Facts from the file's own metadata; what it lacks is taken from the open PDF its pages render from
+    (the upload itself, or its conversion: a conversion's dates are its own, not the document's)."""
+    facts = _own_facts(data, kind.name)
     if pdf is not None:
-        fallback = pdf_facts(pdf)
-        for field in ("title", "author"):  # its dates are the conversion's, not the document's
+        info = pdf_facts(pdf)
+        for field in ("title", "author", "created", "modified") if kind.name == "pdf" else ("title", "author"):
             if getattr(facts, field) is None:
-                setattr(facts, field, getattr(fallback, field))
-        facts.page_count = fallback.page_count
-    facts.source_kind = name
+                setattr(facts, field, getattr(info, field))
+        facts.page_count = info.page_count
+    facts.source_kind = kind.name
     return facts
