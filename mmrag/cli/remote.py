@@ -52,18 +52,12 @@ class LocalBackend:
         self.pipeline: Pipeline = build_pipeline(load_settings(), run_jobs=run_jobs)
 
     def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
-        from mmrag.jobs.writer import Upload, check_upload
+        from mmrag.jobs.uploads import read_files, submit_uploads, upload_check
 
-        uploads, rejected = [], []
-        for p in paths:
-            data = p.read_bytes()
-            try:
-                ingest = self.pipeline.settings.ingest
-                check_upload(data, p.name, ingest.max_upload_bytes, ingest)
-                uploads.append(Upload(p.name, data, metadata))
-            except errors.MMRAGError as exc:
-                rejected.append((p.name, exc.code, exc.message))
-        return ([self.pipeline.runner.submit(corpus, uploads)] if uploads else []), rejected
+        submitted = submit_uploads(self.pipeline.runner, corpus, read_files(paths), metadata,
+                                   upload_check(self.pipeline.settings.ingest))
+        rejected = [(r.filename, r.code, r.message) for r in submitted.refused]
+        return ([submitted.job_id] if submitted.job_id else []), rejected
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.pipeline.jobs.status(job_id).summary()

@@ -21,16 +21,23 @@ IngestProgress = Callable[[int, int, str], None]
 """Called as ``(done, total, filename)`` as files are ingested."""
 
 
+class FileIngest(Protocol):
+    """Blocking ingest (:class:`mmrag.jobs.blocking.BlockingIngest`, ``Pipeline.ingest``)."""
+
+    def files(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
+              progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
+        """Index the files (one ingestion job) and wait; ``progress`` is called with the job's status."""
+        ...
+
+
 @runtime_checkable
 class SearchPipeline(Protocol):
     """The slice of ``mmrag.pipeline.Pipeline`` an evaluation needs."""
 
     def ensure_corpus(self, name: str, config: Any = None) -> object: ...
 
-    def ingest_files(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
-                     progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
-        """Index the files (one ingestion job) and wait; ``progress`` is called with the job's status."""
-        ...
+    @property
+    def ingest(self) -> FileIngest: ...
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult: ...
 
@@ -119,7 +126,7 @@ class InProcessTarget:
         def on_job(job: JobStatus) -> None:
             progress(sum(f.state in FINISHED_FILE for f in job.files), len(files), "")
 
-        docs = self.pipeline.ingest_files(corpus, list(files), {"source": "eval"}, on_job)
+        docs = self.pipeline.ingest.files(corpus, list(files), {"source": "eval"}, on_job)
         progress(len(docs), len(files), "")
         return {"documents": len(docs), "pages": sum(d.page_count for d in docs)}
 

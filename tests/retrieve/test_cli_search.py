@@ -23,7 +23,7 @@ def data_dir(tmp_path, monkeypatch, minilm):
     settings = make_settings(tmp_path / "data")
     pipeline = build_pipeline(settings, embedders={"text": minilm})
     pipeline.create_corpus("docs")
-    pipeline.ingest_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
+    pipeline.ingest.file_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
     pipeline.close()
     monkeypatch.setenv("MMRAG_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("MMRAG_EMBED__CLIP_MODEL", "")
