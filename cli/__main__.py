@@ -1,3 +1,3 @@
-from mmrag.cli import main
+from cli import main
 
 main()

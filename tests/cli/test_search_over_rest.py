@@ -34,7 +34,7 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
         r = httpx.post(f"{server.url}/corpora/c/documents", files=files, params={"wait": "true"}, timeout=120)
         assert r.status_code == 201, r.text
         env = {**os.environ, **FAKE_ENV, "MMRAG_DATA_DIR": str(tmp_path / "data")}
-        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "mmrag.cli", "search", "zebra stripes",
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli", "search", "zebra stripes",
                               "-c", "c", "-k", "2", "--json"], capture_output=True, text=True, env=env, timeout=120)
     finally:
         server.stop()

@@ -130,7 +130,7 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
 
     # the explicit operation: the same re-weight on request, from the CLI
     pipe.close()
-    from mmrag.cli import app
+    from cli import app
 
     for key, value in {"MMRAG_DATA_DIR": str(pipe.settings.data_dir), "MMRAG_EMBED__CLIP_MODEL": "",
                        "MMRAG_EMBED__COLPALI_MODEL": "", "MMRAG_VLM__BACKEND": "none"}.items():

@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from mmrag.cli import app
-from mmrag.cli.search_cmd import parse_pages, parse_weights
+from cli import app
+from cli.search_cmd import parse_pages, parse_weights
 from mmrag.client import search_body as rest_body
 from mmrag.errors import InvalidInput
 from mmrag.types import SearchRequest
