@@ -45,7 +45,7 @@ def base_env(data_dir: Path) -> dict[str, str]:
 def mmrag(env: dict[str, str], *args: str) -> float:
     """Wall seconds of one CLI run (it must succeed)."""
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mmrag.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
@@ -71,7 +71,7 @@ def bare(env: dict[str, str], port: int) -> float:
 
 
 def start_server(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(port)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--port", str(port)], cwd=ROOT,
                             env={**env, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:

@@ -16,7 +16,7 @@ not timed), order ABBA-alternated over ``--rounds``:
   of the merge base with main, run with ``PYTHONPATH`` on it: main's own code path, its layout-model
   tables and page renders included).
 
-Per round and set: pages/s (submit to the job's end, ``Pipeline.ingest_uploads``), the job's seconds
+Per round and set: pages/s (submit to the job's end, ``Pipeline.ingest.uploads``), the job's seconds
 per page per step (``parse_text``, ``parse_tables``, ``parse_render``, ``parse_encode_png``,
 ``parse_ocr``, ``embed_<space>``, ``write``; the previous code reports ``parse``/``embed``/``write``
 only), chunks per page (rows of the stored text multi-vectors), bytes per page of each store.

@@ -2,7 +2,7 @@
 
 Run as a script with ``PYTHONPATH`` naming the tree under test (this tree, or an export of the previous
 commit), so the same measurement runs either code path. It uses only the API both have:
-``Settings``, ``build_pipeline``, ``Pipeline.ingest_uploads``, the job's timings, the store's
+``Settings``, ``build_pipeline``, ``Pipeline.ingest.uploads``, the job's timings, the store's
 ``scroll`` and the data folder on disk; nothing from ``bench/``.
 
     PYTHONPATH=TREE python bench/ingest_arm.py SPEC.json   # {"files": [[name, path, first, last]], ...}
@@ -65,7 +65,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         try:
             pipeline.corpora.create_corpus("c")  # the default spaces the embedders give: text, bm25, document
             t0 = time.perf_counter()
-            job = pipeline.ingest_uploads("c", uploads)
+            job = pipeline.ingest.uploads("c", uploads)
             seconds = time.perf_counter() - t0
             assert job.state.value == "done" and job.pages_done == job.pages_total, job.summary()
             hits = pipeline.store.scroll("c", limit=100_000, with_vectors=["text"])

@@ -104,7 +104,7 @@ def run(tenants: int, users: int, seconds: int, rounds: int, warmup: int, rate_p
         keys.close()
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        proc = start_server([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(port)], f"{url}/health/ready",
+        proc = start_server([sys.executable, "-m", "cli", "serve", "--port", str(port)], f"{url}/health/ready",
                             env={**SERVER_ENV, "MMRAG_DATA_DIR": str(data),
                                  "MMRAG_API__RATE_PER_KEY": str(rate_per_key),
                                  "MMRAG_API__RATE_BURST": str(max(1, round(rate_per_key * 2))),

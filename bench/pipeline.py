@@ -9,7 +9,7 @@ store is the embedded Qdrant engine.
 
 *Stages alone*: the same stage code (plan, parse, embed, write through the spool) over every batch,
 one stage at a time on one worker thread (as the runner's stages run); each stage's pages/s = pages / its wall time.
-*Pipeline*: ``Pipeline.ingest_uploads`` with the embedded runner (``cpu_workers`` parse threads,
+*Pipeline*: ``Pipeline.ingest.uploads`` with the embedded runner (``cpu_workers`` parse threads,
 ``embed_workers`` embed threads, one writer) on a fresh data folder, from submit to the job's end.
 
 Each round runs both arms on fresh data folders, the order ABBA-alternated over ``--rounds`` rounds;
@@ -103,7 +103,7 @@ def stages_alone(p: Pipeline, uploads: list[Upload]) -> tuple[int, dict[str, flo
 
 def pipelined(p: Pipeline, uploads: list[Upload]) -> tuple[int, float]:
     t0 = time.perf_counter()
-    job = p.ingest_uploads("bench", uploads)
+    job = p.ingest.uploads("bench", uploads)
     elapsed = time.perf_counter() - t0
     assert job.state.value == "done" and job.pages_done == job.pages_total, job
     return job.pages_total, elapsed

@@ -52,7 +52,7 @@ def one_run(files: list[Path], arm: str, minilm: object) -> dict[str, float]:
             pipeline.corpora.create_corpus("c", CorpusConfig(text_datatype="float32") if arm == "float32" else None)
             uploads = [Upload(p.name, p.read_bytes(), {}) for p in files]
             t0 = time.perf_counter()
-            job = pipeline.ingest_uploads("c", uploads)
+            job = pipeline.ingest.uploads("c", uploads)
             seconds = time.perf_counter() - t0
             rows = pipeline.catalog._rows("SELECT text, words FROM pages WHERE corpus = ?", "c")
             packed = sum(len(w) for _, w in rows)

@@ -145,11 +145,12 @@ class Client:
         return dict(self.call("GET", f"/jobs/{job_id}"))
 
     def wait_job(self, job_id: str, *, every: float = 0.2, timeout_s: float = 3600.0) -> Json:
-        """Poll the job until it has finished (done, failed or cancelled)."""
-        deadline = time.monotonic() + timeout_s
-        while (job := self.job(job_id))["state"] not in ("done", "failed", "cancelled"):
-            if time.monotonic() > deadline:
-                raise Unavailable(f"job {job_id} has not finished after {timeout_s:.0f}s (state {job['state']})")
+        """Poll the job until it has finished (done, failed or cancelled): the loop of
+        :func:`mmrag.jobs.wait.wait_job`, over REST (the job store is the server's)."""
+        from mmrag.jobs.wait import JobWatch  # the evaluation's REST target waits; `mmrag search` does not
+
+        watch: JobWatch[Json] = JobWatch(job_id, lambda job: str(job["state"]), timeout_s=timeout_s)
+        while not watch.finished(job := self.job(job_id)):
             time.sleep(every)
         return job
 

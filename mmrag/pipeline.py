@@ -8,10 +8,9 @@ store, releases the data-folder lock).
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -22,9 +21,9 @@ from mmrag.config import Settings
 from mmrag.corpora import Corpora
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
 from mmrag.embed.lazy import LazyEmbedder, model_states, one_line
-from mmrag.errors import Conflict, InvalidInput, NotFound, error_for_code
+from mmrag.errors import Conflict
 from mmrag.hub import go_offline_if_unreachable
-from mmrag.jobs.model import FileState, FileStatus, JobStatus
+from mmrag.jobs.blocking import BlockingIngest
 from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 
 if TYPE_CHECKING:
@@ -33,12 +32,12 @@ if TYPE_CHECKING:
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
-from mmrag.jobs.writer import JobWriter, Upload, check_upload
+from mmrag.jobs.writer import JobWriter
 from mmrag.retrieve import Retriever
 from mmrag.spaces import Bm25Space, Space, TextDenseSpace
 from mmrag.spaces.document import DocumentSpace
 from mmrag.store import VectorStore, open_store
-from mmrag.types import DocumentInfo, SearchRequest, SearchResult
+from mmrag.types import SearchRequest, SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +70,6 @@ class DataDirLock:
             self._file = None
 
 
-@dataclass(frozen=True, slots=True)
-class IngestOutcome:
-    """One file ingested through a job (:meth:`Pipeline.ingest_bytes`)."""
-
-    document: DocumentInfo
-    created: bool  # False: the same bytes were already indexed (nothing redone)
-    timings: dict[str, float]  # the job's stage timings (plan, parse, embed, write)
-
-
 @dataclass
 class Pipeline:
     """Everything one process needs, wired by :func:`build_pipeline` (see docs/architecture.md)."""
@@ -100,53 +90,10 @@ class Pipeline:
     evaluations: EvaluationService = field(init=False)  # evaluation jobs over this process's parts (REST)
 
     # documents: every ingest is a job ---------------------------------------------------
-    def ingest_uploads(self, corpus: str, uploads: list[Upload],
-                       progress: Callable[[JobStatus], None] | None = None) -> JobStatus:
-        """Run one job over the uploads and wait for it (the runner's threads or Celery workers do the work)."""
-        return self.wait_job(self.runner.submit(corpus, uploads), progress)
-
-    def wait_job(self, job_id: str, progress: Callable[[JobStatus], None] | None = None,
-                 every: float = 0.02) -> JobStatus:
-        """Poll the job state until the job has finished; ``progress`` sees every change."""
-        last = None
-        while True:
-            job = self.jobs.status(job_id)
-            if progress is not None and (job.updated_at, job.pages_done) != last:
-                last = (job.updated_at, job.pages_done)
-                progress(job)
-            if job.finished:
-                return job
-            time.sleep(every)
-
-    def ingest_bytes(self, corpus: str, data: bytes, filename: str,
-                     metadata: dict[str, Any] | None = None) -> IngestOutcome:
-        """Index one file through a job; its error (corrupt, too large, ...) is raised here."""
-        kind = check_upload(data, filename, self.settings.ingest.max_upload_bytes, self.settings.ingest)
-        job = self.ingest_uploads(corpus, [Upload(filename, data, dict(metadata or {}), kind.name)])
-        f = job.files[0]
-        return IngestOutcome(self.ingested_document(job, f), f.state == FileState.DONE, dict(job.timings))
-
-    def ingest_files(self, corpus: str, paths: Sequence[str | Path], metadata: dict[str, Any] | None = None,
-                     progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
-        """Index files in one job; the first failed file's error is raised once the job has finished."""
-        uploads = []
-        for path in map(Path, paths):
-            if not path.is_file():
-                raise NotFound(f"no such file: {path}")
-            data = path.read_bytes()
-            kind = check_upload(data, path.name, self.settings.ingest.max_upload_bytes, self.settings.ingest)
-            uploads.append(Upload(path.name, data, dict(metadata or {}), kind.name))
-        job = self.ingest_uploads(corpus, uploads, progress)
-        return [self.ingested_document(job, f) for f in job.files]
-
-    def ingest_path(self, corpus: str, path: str | Path, metadata: dict[str, Any] | None = None) -> DocumentInfo:
-        return self.ingest_files(corpus, [path], metadata)[0]
-
-    def ingested_document(self, job: JobStatus, f: FileStatus) -> DocumentInfo:
-        """The stored document of a finished job's file, or the error the file failed with."""
-        if f.state in (FileState.DONE, FileState.EXISTS):
-            return self.catalog.document(job.corpus, f.document_id)
-        raise error_for_code(f.error or "error", f"{f.filename}: {f.message or f.state.value}", fallback=InvalidInput)
+    @functools.cached_property
+    def ingest(self) -> BlockingIngest:
+        """Blocking ingest through the runner: submit files as one job and wait (tests, benchmarks, evaluation)."""
+        return BlockingIngest(self.runner, self.jobs, self.catalog, self.settings.ingest)
 
     # search ------------------------------------------------------------------
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
@@ -255,7 +202,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     answers = Answers(retriever.search, catalog.page_image, settings.vlm, unavailable)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, answers, unavailable, owner)
-    pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest_files, retriever, answers)
+    pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest.files, retriever, answers)
     if run_jobs:
         job_runner.start()
     return pipeline

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 from typing import Annotated, Any
@@ -26,14 +25,12 @@ from api.schemas import (
     PageOut,
     UploadMetadata,
 )
-from mmrag.config import Settings
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
-from mmrag.ingest.convert import CONVERTER
-from mmrag.ingest.convert.sandbox import require_isolation
-from mmrag.ingest.sniff import ACCEPTED, Kind
+from mmrag.ingest.sniff import ACCEPTED
 from mmrag.jobs.model import FileState, JobStatus
-from mmrag.jobs.writer import Upload, check_upload
+from mmrag.jobs.uploads import Refusal, submit_uploads, upload_check
+from mmrag.jobs.wait import wait_job_async
 from mmrag.pipeline import Pipeline
 from mmrag.types import DocumentInfo
 
@@ -119,39 +116,30 @@ async def upload_documents(
     if given > 1:
         raise InvalidInput(f"metadata was given {given} times; give one JSON object, once")
     meta = parse_metadata(metadata)
-    accepted: list[Upload] = []
-    errors: list[tuple[FileError, int]] = []
+    files_read: list[tuple[str, bytes] | Refusal] = []
     for upload in files:
         name = upload.filename or "upload"
         try:
-            data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
-            kind = await run_in_threadpool(checked_upload, data, name, pipeline.settings)
-            accepted.append(Upload(name, data, meta, kind.name))
+            files_read.append((name, await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)))
         except MMRAGError as exc:
-            errors.append((FileError(filename=name, error=exc.code, message=exc.message), status_of(exc)))
-    if not accepted:
+            files_read.append(Refusal(name, exc))
+    settings = pipeline.settings
+    check = upload_check(settings.ingest, isolation_up_front=settings.jobs.broker_url is None)
+    submitted = await run_in_threadpool(submit_uploads, runner, corpus, files_read, meta, check)
+    errors = [(FileError(filename=r.filename, error=r.code, message=r.message), status_of(r.error))
+              for r in submitted.refused]
+    if submitted.job_id is None:
         body = JobUploadOut(job=None, errors=[e for e, _ in errors])
         return JSONResponse(body.model_dump(), status_code=errors[0][1])
-    job_id = await run_in_threadpool(runner.submit, corpus, accepted)
+    job_id = submitted.job_id
     if principal.key is not None:
         quota.add(principal.id, job_id)
     job = pipeline.jobs.status(job_id)
     if not wait:
         body = JobUploadOut(job=job_out(job, base_url(request)), errors=[e for e, _ in errors])
         return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
-    while not job.finished:
-        await asyncio.sleep(0.2)
-        job = await run_in_threadpool(pipeline.jobs.status, job_id)
+    job = await wait_job_async(pipeline.jobs, job_id)
     return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
-
-
-def checked_upload(data: bytes, name: str, settings: Settings) -> Kind:
-    """The synchronous upload checks (off the event loop: ZIP parts are parsed), and, when this process
-    converts (no broker), 503 up front for a kind that needs a converter isolation this host cannot give."""
-    kind = check_upload(data, name, settings.ingest.max_upload_bytes, settings.ingest)
-    if settings.jobs.broker_url is None and kind.name in CONVERTER:
-        require_isolation(settings.ingest.convert_isolation, f"converting {name}")
-    return kind
 
 
 def job_finished(pipeline: Pipeline, job_id: str) -> bool:

@@ -34,6 +34,13 @@ class IngestFiles(Protocol):
         ...
 
 
+class FileIngest(Protocol):
+    """Blocking ingest (:class:`mmrag.jobs.blocking.BlockingIngest`, ``Pipeline.ingest``)."""
+
+    def files(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
+              progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]: ...
+
+
 SearchFn = Callable[[str, SearchRequest], SearchResult]
 
 
@@ -44,10 +51,8 @@ class SearchPipeline(Protocol):
     @property
     def corpora(self) -> CorpusMaker: ...
 
-    def ingest_files(self, corpus: str, paths: Sequence[Path], metadata: dict[str, Any] | None = None,
-                     progress: Callable[[JobStatus], None] | None = None) -> list[DocumentInfo]:
-        """Index the files (one ingestion job) and wait; ``progress`` is called with the job's status."""
-        ...
+    @property
+    def ingest(self) -> FileIngest: ...
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult: ...
 
@@ -122,7 +127,7 @@ class InProcessTarget:
 
     @classmethod
     def of(cls, pipeline: SearchPipeline, answerer: Answerer | None = None) -> InProcessTarget:
-        return cls(pipeline.corpora, pipeline.ingest_files, pipeline.search, answerer)
+        return cls(pipeline.corpora, pipeline.ingest.files, pipeline.search, answerer)
 
     def prepare(
         self,

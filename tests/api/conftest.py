@@ -42,7 +42,7 @@ class Server:
         env = {**os.environ, "MMRAG_DATA_DIR": str(data_dir), "MMRAG_EMBED__CLIP_MODEL": "",
                "MMRAG_EMBED__COLPALI_MODEL": "", "MMRAG_VLM__BACKEND": "none", "HF_HUB_OFFLINE": "1", **(env or {})}
         self.log = log.open("a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "serve", "--port", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--port", str(self.port)],
                                      env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 180
         while time.time() < deadline:

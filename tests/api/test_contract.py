@@ -87,7 +87,7 @@ def test_request_body_limit(settings, minilm):
 def _admin_key(data_dir: Path) -> str:
     """`mmrag keys create --admin` on the data folder: its last line of output is the key alone."""
     env = {**os.environ, "MMRAG_DATA_DIR": str(data_dir)}
-    out = subprocess.run([sys.executable, "-m", "mmrag.cli", "keys", "create", "--admin"], env=env,
+    out = subprocess.run([sys.executable, "-m", "cli", "keys", "create", "--admin"], env=env,
                          capture_output=True, text=True, check=True, timeout=120)
     key = out.stdout.strip().splitlines()[-1]
     assert key.startswith("mmrag_") and " " not in key
@@ -117,7 +117,7 @@ def test_schemathesis_finds_nothing(tmp_path):
         generated = re.search(r"(\d+) generated", run.stdout)
         assert generated and int(generated.group(1)) > 200, run.stdout[-3000:]
         assert httpx.get(f"{server.url}/health/ready", timeout=10).status_code == 200
-        listed = subprocess.run([sys.executable, "-m", "mmrag.cli", "--api-key", key, "keys", "list"],
+        listed = subprocess.run([sys.executable, "-m", "cli", "--api-key", key, "keys", "list"],
                                 env={**os.environ, "MMRAG_DATA_DIR": str(data), "COLUMNS": "200"},
                                 capture_output=True, text=True, timeout=120)
         assert listed.returncode == 0 and key.split("_")[1] in listed.stdout  # over REST, with the key

@@ -104,7 +104,7 @@ def test_scans_are_searchable(server, query, expected):
 def test_cli_search_uses_running_server(server):
     """While `mmrag serve` owns the data folder, the CLI talks to it over REST."""
     env = {"MMRAG_DATA_DIR": str(server.data_dir), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-m", "mmrag.cli", "search", "locking nut load-carrying", "--corpus",
+    out = subprocess.run([sys.executable, "-m", "cli", "search", "locking nut load-carrying", "--corpus",
                           "docling", "--json", "-k", "3"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from api.limits import JobQuota, RateLimiter
-from mmrag.cli import app
+from cli import app
 from mmrag.errors import InvalidInput, NotFound, Overloaded
 from mmrag.keys import KeyStore
 

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from mmrag.cli import app
+from cli import app
 
 
 def test_ingest_then_answer_json(tmp_path, monkeypatch, corpus_dir):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner
 
-from mmrag.cli import app
+from cli import app
 
 
 def test_every_command_and_group_is_registered() -> None:

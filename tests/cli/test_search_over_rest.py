@@ -34,7 +34,7 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
         r = httpx.post(f"{server.url}/corpora/c/documents", files=files, params={"wait": "true"}, timeout=120)
         assert r.status_code == 201, r.text
         env = {**os.environ, **FAKE_ENV, "MMRAG_DATA_DIR": str(tmp_path / "data")}
-        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "mmrag.cli", "search", "zebra stripes",
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli", "search", "zebra stripes",
                               "-c", "c", "-k", "2", "--json"], capture_output=True, text=True, env=env, timeout=120)
     finally:
         server.stop()
@@ -46,3 +46,22 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
     assert "mmrag.client" in modules and "httpx" in modules
     heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert heavy == [], f"the REST path of the CLI imported {heavy}"
+
+
+def test_cli_answer_goes_over_rest(tmp_path):
+    """`mmrag answer` chooses like `mmrag search` (open_backend): over REST while the server owns the folder."""
+    server = Server(tmp_path / "data", tmp_path / "server.log", FAKE_ENV)
+    try:
+        assert httpx.post(f"{server.url}/corpora", json={"name": "c"}).status_code == 201
+        files = [("files", ("zebra.pdf", text_pdf("zebra stripes and crossings", 1)))]
+        r = httpx.post(f"{server.url}/corpora/c/documents", files=files, params={"wait": "true"}, timeout=120)
+        assert r.status_code == 201, r.text
+        env = {**os.environ, **FAKE_ENV, "MMRAG_DATA_DIR": str(tmp_path / "data")}
+        out = subprocess.run([sys.executable, "-m", "cli", "answer", "zebra stripes", "-c", "c", "-k", "1", "--json"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr[-3000:]
+    done = json.loads(out.stdout[out.stdout.index("{"):])
+    assert done["mode"] == "extractive" and done["citations"][0]["filename"] == "zebra.pdf"
+    assert "POST /corpora/c/answer" in (tmp_path / "server.log").read_text()  # it went over REST

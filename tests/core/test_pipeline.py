@@ -16,7 +16,7 @@ DOCS = ["2305.03393v1-pg9.pdf", "amt_handbook_sample.pdf", "normal_4pages.pdf", 
 def _load(pipeline, corpus_dir, metadata=None):
     pipeline.corpora.create_corpus("c")
     for i, name in enumerate(DOCS):
-        pipeline.ingest_path("c", corpus_dir / "pdf" / name, metadata or {"group": "a" if i % 2 else "b"})
+        pipeline.ingest.path("c", corpus_dir / "pdf" / name, metadata or {"group": "a" if i % 2 else "b"})
 
 
 def test_ingest_is_idempotent_and_delete_removes_points(pipeline, corpus_dir):
@@ -24,7 +24,7 @@ def test_ingest_is_idempotent_and_delete_removes_points(pipeline, corpus_dir):
     pages = sum(d.page_count for d in pipeline.catalog.list_documents("c"))
     assert pipeline.store.count("c") == pages == 1 + 1 + 4 + 2
     data = (corpus_dir / "pdf" / DOCS[0]).read_bytes()
-    again = pipeline.ingest_bytes("c", data, "copy.pdf")
+    again = pipeline.ingest.file_bytes("c", data, "copy.pdf")
     assert not again.created and again.document.filename == DOCS[0]
     assert pipeline.store.count("c") == pages
     doc = next(d for d in pipeline.catalog.list_documents("c") if d.filename == "normal_4pages.pdf")

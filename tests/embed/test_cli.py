@@ -6,7 +6,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mmrag.cli import embed_cmd
+from cli import embed_cmd
 
 
 def test_embed_serve_options_reach_the_app(monkeypatch: pytest.MonkeyPatch) -> None:

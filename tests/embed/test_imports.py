@@ -29,7 +29,7 @@ def test_config_imports_neither_torch_nor_the_vlm_engine() -> None:
     assert not {m for m in loaded if m.startswith("mmrag.generate.")}
 
 
-@pytest.mark.parametrize("module", ["mmrag.embed.base", "mmrag.pipeline", "mmrag.cli"])
+@pytest.mark.parametrize("module", ["mmrag.embed.base", "mmrag.pipeline", "cli"])
 def test_importing_loads_no_backend_and_no_model_library(module: str) -> None:
     """Backends are imported when a spec of theirs is first loaded; nothing registers itself at import."""
     loaded = loaded_after(f"import {module}")

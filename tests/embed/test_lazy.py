@@ -93,7 +93,7 @@ def test_a_process_loads_only_the_models_its_corpora_use(lazy_pipeline, corpus_d
     assert config.clip_model == p.settings.embed.clip_model and config.colpali_model is None
     assert states(p) == {"text": "loaded", "clip": "loaded", "colpali": "not loaded"}
     pdf = sorted((corpus_dir / "pdf").glob("*.pdf"))[0]
-    p.ingest_path("c", pdf)
+    p.ingest.path("c", pdf)
     hits = p.search("c", SearchRequest(query="table", top_k=3)).evidence
     assert hits and states(p)["colpali"] == "not loaded"  # never needed, never loaded
 

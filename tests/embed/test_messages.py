@@ -30,7 +30,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 
 def mmrag(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mmrag.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -75,8 +75,12 @@ class FakePipeline:
     def ensure_corpus(self, name: str) -> None:
         self.pages.setdefault(name, [])
 
-    def ingest_files(self, corpus: str, paths: list[Path], metadata: dict[str, Any] | None = None,
-                     progress: Any = None) -> list[DocumentInfo]:
+    @property
+    def ingest(self) -> FakePipeline:
+        return self  # the blocking ingest is the fake itself (``files``)
+
+    def files(self, corpus: str, paths: list[Path], metadata: dict[str, Any] | None = None,
+              progress: Any = None) -> list[DocumentInfo]:
         out = []
         for path in paths:
             with pymupdf.open(path) as doc:

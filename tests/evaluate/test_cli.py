@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mmrag.cli.eval_cmd import eval_app
+from cli.eval_cmd import eval_app
 from mmrag.config import merge_settings
 from tests.generate.tiny_vlm import save_tiny_qwen25vl
 

@@ -84,7 +84,7 @@ class Workers:
         self.folder, self.env, self.procs = folder, env, []  # type: ignore[var-annotated]
 
     def start(self, role: str) -> Proc:
-        proc = Proc([sys.executable, "-m", "mmrag.cli", "worker", role], self.folder / f"worker-{role}.log", self.env)
+        proc = Proc([sys.executable, "-m", "cli", "worker", role], self.folder / f"worker-{role}.log", self.env)
         self.procs.append(proc)
         return proc
 

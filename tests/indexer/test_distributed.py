@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 def embed_service(tmp_path):
     """`mmrag embed-serve` with the fake embedder: GPU workers embed through the service client."""
     port = free_port()
-    proc = Proc([sys.executable, "-m", "mmrag.cli", "embed-serve", "--model", "fake:384", "--port", str(port)],
+    proc = Proc([sys.executable, "-m", "cli", "embed-serve", "--model", "fake:384", "--port", str(port)],
                 tmp_path / "embed.log", FAKE_ENV)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -144,7 +144,7 @@ def test_a_query_naming_row_and_column_finds_the_continued_page(tmp_path, minilm
     pipe = build_pipeline(settings, embedders={"text": minilm})
     try:
         pipe.corpora.create_corpus("t", CorpusConfig(spaces=["text", "bm25"], chunk_context=["section"]))
-        info = pipe.ingest_bytes("t", continued_table_pdf(), "regions.pdf").document
+        info = pipe.ingest.file_bytes("t", continued_table_pdf(), "regions.pdf").document
         stored = pipe.catalog.pages_of("t", info.id)
         assert stored[2].table_header == REVENUE and stored[0].context == ["Regional results"]
         assert pipe.catalog.stored_pages("t", info.id)[2].text.startswith(

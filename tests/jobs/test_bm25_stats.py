@@ -72,8 +72,8 @@ def test_length_is_the_dl_qdrant_normalises_by():
 
 def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
     pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
-    pipe.ingest_bytes("c", words_pdf(1, 3, 60), "a.pdf")
-    pipe.ingest_bytes("c", words_pdf(2, 2, 200), "b.pdf")
+    pipe.ingest.file_bytes("c", words_pdf(1, 3, 60), "a.pdf")
+    pipe.ingest.file_bytes("c", words_pdf(2, 2, 200), "b.pdf")
     lengths = [bm25_length(t.text) for t in pipe.catalog.page_texts("c")]
     mean = sum(lengths) / len(lengths)
     assert len(lengths) == 5 and min(lengths) > 0
@@ -86,7 +86,7 @@ def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
 
 def test_a_fixed_average_stays_fixed(pipe):
     pipe.corpora.create_corpus("f", CorpusConfig(spaces=SPACES, bm25_avg_len=300))
-    pipe.ingest_bytes("f", words_pdf(3, 2, 400), "long.pdf")
+    pipe.ingest.file_bytes("f", words_pdf(3, 2, 400), "long.pdf")
     assert pipe.catalog.corpus_config("f").bm25_avg_len == 300
     assert {pid: v[0] for pid, v in stored(pipe, "f").items()} == expected(pipe, "f", 300)
     assert pipe.catalog.bm25.indexed("f") == Bm25Indexed(None, False)
@@ -96,17 +96,17 @@ def test_a_fixed_average_stays_fixed(pipe):
 def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe, tmp_path, monkeypatch):
     pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
     short, similar, long = words_pdf(4, 3, 50), words_pdf(5, 2, 55), words_pdf(6, 3, 600)
-    pipe.ingest_bytes("c", short, "short.pdf")
+    pipe.ingest.file_bytes("c", short, "short.pdf")
     first = pipe.catalog.bm25.indexed("c").avg_len
     before = stored(pipe, "c")
 
-    quiet = pipe.ingest_bytes("c", similar, "similar.pdf")  # the average moves less than DRIFT: no re-weight
+    quiet = pipe.ingest.file_bytes("c", similar, "similar.pdf")  # the average moves less than DRIFT: no re-weight
     assert pipe.catalog.bm25.indexed("c") == Bm25Indexed(first, False) and "bm25_reweight" not in quiet.timings
     after_similar = stored(pipe, "c")
     assert all(after_similar[pid][0] == before[pid][0] for pid in before)
     assert {pid: v[0] for pid, v in after_similar.items()} == expected(pipe, "c", first)
 
-    moved = pipe.ingest_bytes("c", long, "long.pdf")
+    moved = pipe.ingest.file_bytes("c", long, "long.pdf")
     long_doc = moved.document
     assert moved.timings["bm25_reweight"] > 0  # in the job's timings, hence the stage metrics
     indexed = pipe.catalog.bm25.indexed("c")
@@ -120,7 +120,7 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
 
     pipe.corpora.create_corpus("fresh", CorpusConfig(spaces=SPACES, bm25_avg_len=now))
     for name, data in (("short.pdf", short), ("similar.pdf", similar), ("long.pdf", long)):
-        pipe.ingest_bytes("fresh", data, name)
+        pipe.ingest.file_bytes("fresh", data, name)
     fresh = stored(pipe, "fresh")
     assert fresh.keys() == reweighted.keys()
     assert all(fresh[pid][0] == reweighted[pid][0] for pid in fresh)
@@ -132,7 +132,7 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
 
     # the explicit operation: the same re-weight on request, from the CLI
     pipe.close()
-    from mmrag.cli import app
+    from cli import app
 
     for key, value in {"MMRAG_DATA_DIR": str(pipe.settings.data_dir), "MMRAG_EMBED__CLIP_MODEL": "",
                        "MMRAG_EMBED__COLPALI_MODEL": "", "MMRAG_VLM__BACKEND": "none"}.items():

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def run_ingest(data_dir, folder):
     env = {**os.environ, **FAKE_ENV, "MMRAG_DATA_DIR": str(data_dir), "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "mmrag.cli", "ingest", str(folder), "--corpus", "c"],
+    return subprocess.run([sys.executable, "-m", "cli", "ingest", str(folder), "--corpus", "c"],
                           capture_output=True, text=True, env=env, timeout=180)
 
 

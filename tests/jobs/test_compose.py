@@ -11,7 +11,7 @@ import pytest
 import typer
 import yaml
 
-from mmrag.cli import app
+from cli import app
 from mmrag.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -45,7 +45,7 @@ def test_text_corpus_parses_without_images_and_serves_them_on_demand(tmp_path, m
     try:
         pipeline.corpora.create_corpus("words", CorpusConfig(spaces=["text", "bm25"]))
         pipeline.corpora.create_corpus("pixels", CorpusConfig(spaces=["text", "clip"]))
-        jobs = {c: pipeline.ingest_bytes(c, data, "normal_4pages.pdf") for c in ("words", "pixels")}
+        jobs = {c: pipeline.ingest.file_bytes(c, data, "normal_4pages.pdf") for c in ("words", "pixels")}
         words_timings, pixels_timings = jobs["words"].timings, jobs["pixels"].timings
         assert "parse_render" not in words_timings and "parse_encode_png" not in words_timings
         assert pixels_timings["parse_render"] > 0 and pixels_timings["parse_encode_png"] > 0

@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from mmrag.cli import app
-from mmrag.cli.search_cmd import parse_pages, parse_weights
+from cli import app
+from cli.search_cmd import parse_pages, parse_weights
 from mmrag.client import search_body as rest_body
 from mmrag.errors import InvalidInput
 from mmrag.types import SearchRequest
@@ -23,7 +23,7 @@ def data_dir(tmp_path, monkeypatch, minilm):
     settings = make_settings(tmp_path / "data")
     pipeline = build_pipeline(settings, embedders={"text": minilm})
     pipeline.corpora.create_corpus("docs")
-    pipeline.ingest_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
+    pipeline.ingest.file_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
     pipeline.close()
     monkeypatch.setenv("MMRAG_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("MMRAG_EMBED__CLIP_MODEL", "")

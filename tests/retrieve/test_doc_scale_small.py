@@ -55,7 +55,7 @@ def scale_setup(tmp_path_factory, corpus_dir: Path, minilm):
     pipeline = build_pipeline(settings, embedders={"text": minilm})
     t0 = time.perf_counter()
     pipeline.corpora.ensure_corpus(suite.corpus_name)
-    docs = pipeline.ingest_files(suite.corpus_name, [*reports, *distractors])
+    docs = pipeline.ingest.files(suite.corpus_name, [*reports, *distractors])
     print(f"ingested {len(docs)} documents, {sum(d.page_count for d in docs)} pages in "
           f"{time.perf_counter() - t0:.1f} s")
     yield pipeline, suite, {p.name for p in reports}

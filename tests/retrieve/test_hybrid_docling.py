@@ -41,7 +41,7 @@ def docling_pipeline(tmp_path_factory, minilm, corpus_dir):
     pipeline = build_pipeline(make_settings(tmp_path_factory.mktemp("hybrid") / "data"), embedders={"text": minilm})
     pipeline.corpora.create_corpus("d")
     for name in DOCS:
-        pipeline.ingest_path("d", corpus_dir / "pdf" / name)
+        pipeline.ingest.path("d", corpus_dir / "pdf" / name)
     yield pipeline
     pipeline.close()
 

@@ -33,7 +33,7 @@ def first_pages(source: Path, pages: int, out: Path) -> Path:
 def test_reindex_rewrites_facts_payloads_and_document_vectors(pipeline, tmp_path: Path) -> None:
     pdf = first_pages(SHARED / "sec-10q" / "pdf" / "2023 Q1 MSFT.pdf", 4, tmp_path / "3f9a1c0e.pdf")
     pipeline.corpora.ensure_corpus("c")
-    info = pipeline.ingest_path("c", pdf)
+    info = pipeline.ingest.path("c", pdf)
     fresh = DocumentFacts.from_dict(info.metadata["doc"])
     assert fresh.periods[0] == "FY2023-Q2" and fresh.entities[0] == "MICROSOFT CORPORATION"
 

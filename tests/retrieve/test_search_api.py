@@ -33,7 +33,7 @@ def png() -> bytes:
 def loaded(client):
     assert client.post("/corpora", json={"name": "docs"}).status_code == 201
     pipeline = client.app.state.pipeline  # ingest in-process: uploads may be background jobs
-    pipeline.ingest_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
+    pipeline.ingest.file_bytes("docs", pdf_bytes("zebra stripes|flags of many nations|zebra crossing rules"), "a.pdf")
     return client
 
 

@@ -36,9 +36,9 @@ def visual(tmp_path_factory, minilm, corpus_dir):
     embedders = {"text": minilm, "clip": clip, "colpali": colpali}
     pipeline = build_pipeline(make_settings(root / "data"), embedders=embedders)
     pipeline.corpora.create_corpus("v")
-    pdf = pipeline.ingest_path("v", corpus_dir / "pdf" / "multi_page.pdf", {"team": "red"})
-    image = pipeline.ingest_bytes("v", png(1), "photo.png", {"team": "blue"}).document
-    pipeline.ingest_bytes("v", png(2), "other.png", {"team": "blue"})
+    pdf = pipeline.ingest.path("v", corpus_dir / "pdf" / "multi_page.pdf", {"team": "red"})
+    image = pipeline.ingest.file_bytes("v", png(1), "photo.png", {"team": "blue"}).document
+    pipeline.ingest.file_bytes("v", png(2), "other.png", {"team": "blue"})
     yield pipeline, pdf, image
     pipeline.close()
 

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mmrag.cli.commands import fail
-from mmrag.cli.remote import open_backend
+from cli.commands import fail
+from cli.remote import open_backend
 from mmrag.errors import InvalidInput, MMRAGError
 from mmrag.types import SearchRequest
 

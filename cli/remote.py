@@ -3,6 +3,10 @@ owns the data folder, or in-process (the pipeline, its embedded job runner) when
 
 Both backends return the same plain data (the REST shapes), so commands print one way. The REST
 path imports no model code: ``mmrag search`` against a running server starts in well under a second.
+:func:`open_backend` is the one chooser (ingest, search, corpora, answer). Not chosen here: ``mmrag eval
+run --api URL`` names its server (an in-process evaluation builds its own pipeline from the suite's
+settings, which a running server cannot take), and ``mmrag keys`` falls back to the data folder's key
+store when the server refuses the key (that is how the first admin key is made).
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class Backend(Protocol):
         """Results as plain data (the REST ``results``)."""
         ...
     def corpora(self) -> list[dict[str, Any]]: ...
+    def answer_events(self, corpus: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """(event, data) pairs of an answer: evidence, token..., done (or error), as the REST SSE stream."""
+        ...
     def close(self) -> None: ...
 
 
@@ -52,18 +59,12 @@ class LocalBackend:
         self.pipeline: Pipeline = build_pipeline(load_settings(), run_jobs=run_jobs)
 
     def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
-        from mmrag.jobs.writer import Upload, check_upload
+        from mmrag.jobs.uploads import read_files, submit_uploads, upload_check
 
-        uploads, rejected = [], []
-        for p in paths:
-            data = p.read_bytes()
-            try:
-                ingest = self.pipeline.settings.ingest
-                kind = check_upload(data, p.name, ingest.max_upload_bytes, ingest)
-                uploads.append(Upload(p.name, data, metadata, kind.name))
-            except errors.MMRAGError as exc:
-                rejected.append((p.name, exc.code, exc.message))
-        return ([self.pipeline.runner.submit(corpus, uploads)] if uploads else []), rejected
+        submitted = submit_uploads(self.pipeline.runner, corpus, read_files(paths), metadata,
+                                   upload_check(self.pipeline.settings.ingest))
+        rejected = [(r.filename, r.code, r.message) for r in submitted.refused]
+        return ([submitted.job_id] if submitted.job_id else []), rejected
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.pipeline.jobs.status(job_id).summary()
@@ -77,6 +78,13 @@ class LocalBackend:
     def corpora(self) -> list[dict[str, Any]]:
         return [{"name": r.name, "config": r.config.model_dump(), "documents": r.documents, "pages": r.pages,
                  "created_at": r.created_at} for r in self.pipeline.catalog.list_corpora()]
+
+    def answer_events(self, corpus: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        from mmrag.generate.answer import event_payloads
+
+        service = self.pipeline.answers.enable()
+        yield from event_payloads(service.answer_stream(corpus, body["question"], body["top_k"],
+                                                        body["visual_token_budget"], body["max_new_tokens"]))
 
     def close(self) -> None:
         self.pipeline.close()
@@ -123,18 +131,21 @@ class RemoteBackend:
     def corpora(self) -> list[dict[str, Any]]:
         return self.client.corpora()
 
+    def answer_events(self, corpus: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        return self.client.answer_events(corpus, body)
+
     def close(self) -> None:
         self.client.close()
 
 
-def server_client(data_dir: Path) -> Client | None:
+def server_client(data_dir: Path, timeout_s: float = 600.0) -> Client | None:
     """A client of the live ``mmrag serve`` that owns ``data_dir`` (it answered ``/health``), if any."""
     try:
         info = json.loads((data_dir / "server.json").read_text())
         os.kill(int(info["pid"]), 0)
     except (OSError, ValueError, KeyError):
         return None
-    client = Client(str(info["url"]))
+    client = Client(str(info["url"]), timeout_s=timeout_s)
     try:
         client.call("GET", "/health", timeout=2.0)
         return client
@@ -153,10 +164,27 @@ def running_server(data_dir: Path) -> str | None:
 
 
 @contextmanager
-def open_backend(*, run_jobs: bool = False) -> Iterator[Backend]:
+def folder_pipeline() -> Iterator[Pipeline]:
+    """The in-process pipeline (no job runner) of a command that must own the data folder itself:
+    Conflict while a ``mmrag serve`` owns it."""
+    from mmrag.pipeline import build_pipeline
+
+    settings = load_settings()
+    if url := running_server(settings.data_dir):
+        raise errors.Conflict(f"mmrag serve ({url}) owns {settings.data_dir}; stop it first")
+    pipeline = build_pipeline(settings, run_jobs=False)
+    try:
+        yield pipeline
+    finally:
+        pipeline.close()
+
+
+@contextmanager
+def open_backend(*, run_jobs: bool = False, timeout_s: float = 600.0) -> Iterator[Backend]:
     """The running server's REST API if there is one, else the in-process pipeline (``run_jobs``:
-    with its job runner, for commands that ingest)."""
-    client = server_client(load_settings().data_dir)
+    with its job runner, for commands that ingest): the one place where a command chooses. ``timeout_s``:
+    of each REST read (an answer's stream waits for the VLM)."""
+    client = server_client(load_settings().data_dir, timeout_s)
     backend: Backend = RemoteBackend(client) if client is not None else LocalBackend(run_jobs)
     try:
         yield backend

@@ -15,8 +15,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cli.remote import running_server
 from mmrag import errors
-from mmrag.cli.remote import running_server
 from mmrag.client import Client
 from mmrag.config import load_settings
 from mmrag.keys import KeyStore, Scope

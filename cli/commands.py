@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mmrag.cli.remote import Backend, open_backend
+from cli.remote import Backend, folder_pipeline, open_backend
 from mmrag.config import load_settings
 from mmrag.errors import MMRAGError
 
@@ -132,20 +132,11 @@ def reweight_bm25(corpus: Annotated[str, typer.Argument(help="Corpus name")]) ->
     """Recompute a corpus's stored BM25 vectors from its page text with its average page length (its
     own, or its fixed bm25_avg_len); other vectors stay. The owner does it by itself after a job when the
     corpus's average moved more than 20 %. Runs in-process: stop `mmrag serve` on this folder first."""
-    from mmrag.cli.remote import running_server
-    from mmrag.errors import Conflict
     from mmrag.jobs.bm25_stats import reweight
-    from mmrag.pipeline import build_pipeline
 
-    settings = load_settings()
     try:
-        if url := running_server(settings.data_dir):
-            raise Conflict(f"mmrag serve ({url}) owns {settings.data_dir}; stop it first")
-        pipeline = build_pipeline(settings, run_jobs=False)
-        try:
+        with folder_pipeline() as pipeline:
             done = reweight(pipeline.catalog, pipeline.store, corpus)
-        finally:
-            pipeline.close()
     except MMRAGError as exc:
         fail(exc)
         return
@@ -158,20 +149,11 @@ def reindex_documents(corpus: Annotated[str, typer.Argument(help="Corpus name")]
     stored page words with the current rules, and rewrite it in the catalog, the page payloads and the
     document vectors; pages are not parsed or embedded again. Runs in-process: stop `mmrag serve` on this
     folder first."""
-    from mmrag.cli.remote import running_server
-    from mmrag.errors import Conflict
     from mmrag.jobs.doc_reindex import reindex_documents as reindex
-    from mmrag.pipeline import build_pipeline
 
-    settings = load_settings()
     try:
-        if url := running_server(settings.data_dir):
-            raise Conflict(f"mmrag serve ({url}) owns {settings.data_dir}; stop it first")
-        pipeline = build_pipeline(settings, run_jobs=False)
-        try:
+        with folder_pipeline() as pipeline:
             done = reindex(pipeline.catalog, pipeline.store, pipeline.spaces, corpus)
-        finally:
-            pipeline.close()
     except MMRAGError as exc:
         fail(exc)
         return

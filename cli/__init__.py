@@ -12,13 +12,13 @@ from typing import Annotated
 
 import typer
 
-from mmrag.cli.answer_cmd import answer
-from mmrag.cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serve
-from mmrag.cli.embed_cmd import embed_serve
-from mmrag.cli.eval_cmd import eval_app
-from mmrag.cli.keys_cmd import keys_app
-from mmrag.cli.search_cmd import search
-from mmrag.cli.worker_cmd import worker_app
+from cli.answer_cmd import answer
+from cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serve
+from cli.embed_cmd import embed_serve
+from cli.eval_cmd import eval_app
+from cli.keys_cmd import keys_app
+from cli.search_cmd import search
+from cli.worker_cmd import worker_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="mmrag: multimodal RAG over PDFs, scans and images.")

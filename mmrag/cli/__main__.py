@@ -1,3 +1,0 @@
-from mmrag.cli import main
-
-main()
