@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,18 +27,24 @@ def imported_modules(importtime_stderr: str) -> set[str]:
             if line.startswith("import time:") and "|" in line}
 
 
-def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
+def cli_beside_a_server(tmp_path: Path, pages: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m cli ARGS`` on a data folder that a real server (corpus ``c``: one zebra PDF of
+    ``pages`` pages) owns; the server's log is ``tmp_path / "server.log"``."""
     server = Server(tmp_path / "data", tmp_path / "server.log", FAKE_ENV)
     try:
         assert httpx.post(f"{server.url}/corpora", json={"name": "c"}).status_code == 201
-        files = [("files", ("zebra.pdf", text_pdf("zebra stripes and crossings", 2)))]
+        files = [("files", ("zebra.pdf", text_pdf("zebra stripes and crossings", pages)))]
         r = httpx.post(f"{server.url}/corpora/c/documents", files=files, params={"wait": "true"}, timeout=120)
         assert r.status_code == 201, r.text
         env = {**os.environ, **FAKE_ENV, "MMRAG_DATA_DIR": str(tmp_path / "data")}
-        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli", "search", "zebra stripes",
-                              "-c", "c", "-k", "2", "--json"], capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=120)
     finally:
         server.stop()
+
+
+def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
+    out = cli_beside_a_server(tmp_path, 2, "-X", "importtime", "-m", "cli", "search", "zebra stripes",
+                              "-c", "c", "-k", "2", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads(out.stdout)
     assert [r["document"] for r in results] == ["zebra.pdf", "zebra.pdf"] and results[0]["image_url"]
@@ -50,17 +57,7 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
 
 def test_cli_answer_goes_over_rest(tmp_path):
     """`mmrag answer` chooses like `mmrag search` (open_backend): over REST while the server owns the folder."""
-    server = Server(tmp_path / "data", tmp_path / "server.log", FAKE_ENV)
-    try:
-        assert httpx.post(f"{server.url}/corpora", json={"name": "c"}).status_code == 201
-        files = [("files", ("zebra.pdf", text_pdf("zebra stripes and crossings", 1)))]
-        r = httpx.post(f"{server.url}/corpora/c/documents", files=files, params={"wait": "true"}, timeout=120)
-        assert r.status_code == 201, r.text
-        env = {**os.environ, **FAKE_ENV, "MMRAG_DATA_DIR": str(tmp_path / "data")}
-        out = subprocess.run([sys.executable, "-m", "cli", "answer", "zebra stripes", "-c", "c", "-k", "1", "--json"],
-                             capture_output=True, text=True, env=env, timeout=120)
-    finally:
-        server.stop()
+    out = cli_beside_a_server(tmp_path, 1, "-m", "cli", "answer", "zebra stripes", "-c", "c", "-k", "1", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     done = json.loads(out.stdout[out.stdout.index("{"):])
     assert done["mode"] == "extractive" and done["citations"][0]["filename"] == "zebra.pdf"
