@@ -18,7 +18,7 @@ def fake_pipeline(settings):
     settings.embed.text_model = "fake:384"
     settings.ingest.max_upload_bytes = 20_000
     p = build_pipeline(settings, embedders={"text": load_embedder("fake:384")})
-    p.create_corpus("c")
+    p.corpora.create_corpus("c")
     yield p
     p.close()
 
