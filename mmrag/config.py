@@ -159,6 +159,13 @@ class RetrieveConfig(BaseModel):
     names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
     document_candidates: int = Field(1000, ge=1, le=100_000)
     """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
+    sentence_queries: Literal["off", "named", "all"] = "off"
+    """Long instructions kept from drowning a short question: a query of several sentences
+    (:func:`mmrag.retrieve.sentences.query_sentences`) also runs sentences as their own sub-queries through
+    the same spaces, fused with the whole query's page ranking by RRF inside the one search. ``named``: the
+    sentences that name an organisation, period, form or "the latest" of the corpus's documents (the
+    document stage's reading; nothing without it); ``all``: every sentence; ``off``: the whole query only.
+    One-sentence queries are unchanged."""
 
 
 class ApiConfig(BaseModel):

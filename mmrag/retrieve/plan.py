@@ -4,6 +4,8 @@ Shape of the plan (one Qdrant query on either engine)::
 
     rerank by colpali MaxSim (limit top_k)           <- only when colpali is used
       └── formula: page * (1 + w * document) * boosts     <- only with the document space
+            ├── sentences: RRF (limit prefetch)   <- only with sub-queries (sentences of a long query):
+            │     one fusion below for the whole query, then one for each sub-query
             ├── fusion: DBSF, or weighted RRF (limit prefetch)  <- only with >= 2 stages
             │     ├── text     dense chunks MaxSim (limit prefetch)
             │     ├── bm25     sparse IDF          (limit prefetch)
@@ -40,6 +42,7 @@ class PlanOptions:
     prior_strength: float = 0.0  # weight of each document's fit to what the query names (organisation, period...)
     document_candidates: int = 1000  # pages the document stage scores (the best-matching documents' pages)
     document_fit: Mapping[str, float] = field(default_factory=dict)  # document id -> fit in (0, 1]
+    sub_queries: tuple[str, ...] = ()  # sentences of the query scored on their own beside it (RRF); () none
 
 
 def request_filter(request: SearchRequest) -> FilterSpec | None:
@@ -103,24 +106,42 @@ def fit_terms(options: PlanOptions) -> tuple[tuple[float, FilterSpec], ...]:
                  for fit, ids in sorted(by_fit.items(), reverse=True))
 
 
+def page_stage(spaces: Mapping[str, Space], names: list[str], query: QueryInput, options: PlanOptions,
+               flt: FilterSpec | None) -> QueryNode | None:
+    """The used spaces' stages for ``query``, fused when there are several; None when none can take it."""
+    stages = prefetch_stages(spaces, names, query, options.prefetch_limit, flt)
+    if len(stages) <= 1:
+        return stages[0][1] if stages else None
+    weights = [float(options.weights.get(n, 1.0)) for n, _ in stages]
+    weighted = any(w != 1.0 for w in weights)
+    fusion = "rrf" if weighted else options.fusion
+    return QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages],
+                     fusion="dbsf" if fusion == "dbsf" else "rrf", rrf_k=options.rrf_k,
+                     weights=weights if weighted else None)
+
+
+def with_sentences(spaces: Mapping[str, Space], names: list[str], page: QueryNode, options: PlanOptions,
+                   flt: FilterSpec | None) -> QueryNode:
+    """``page`` (the whole query's page stage) fused by RRF with the page stage of each of
+    ``options.sub_queries`` (sentences of the query, :func:`mmrag.retrieve.sentences.query_sentences`), so
+    that a short question inside long instructions is also scored on its own; ``page`` itself without."""
+    parts = [page, *filter(None, (page_stage(spaces, names, QueryInput(text=s), options, flt)
+                                  for s in options.sub_queries))]
+    if len(parts) < 2:
+        return page
+    return QueryNode(limit=options.prefetch_limit, prefetch=parts, fusion="rrf", rrf_k=options.rrf_k)
+
+
 def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput, options: PlanOptions,
                flt: FilterSpec | None) -> QueryNode:
     """One multi-stage query node; raises InvalidInput when no used space can take the query."""
-    stages = prefetch_stages(spaces, names, query, options.prefetch_limit, flt)
-    if not stages:
+    inner = page_stage(spaces, names, query, options, flt)
+    if inner is None:
         raise InvalidInput(f"none of the spaces {names} can use this query (text spaces need words, "
                            "image queries need clip or colpali)")
     rerank = next((r for n in names if usable(spaces[n], query) and (r := spaces[n].rerank(query)) is not None),
                   None)
-    if len(stages) == 1:
-        inner = stages[0][1]
-    else:
-        weights = [float(options.weights.get(n, 1.0)) for n, _ in stages]
-        weighted = any(w != 1.0 for w in weights)
-        fusion = "rrf" if weighted else options.fusion
-        inner = QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages],
-                          fusion="dbsf" if fusion == "dbsf" else "rrf", rrf_k=options.rrf_k,
-                          weights=weights if weighted else None)
+    inner = with_sentences(spaces, names, inner, options, flt)
     inner = with_document_stage(spaces, names, query, inner, options, flt)
     if rerank is None:
         inner.limit = options.top_k

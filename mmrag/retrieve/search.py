@@ -17,9 +17,10 @@ from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
 from mmrag.errors import InvalidInput
 from mmrag.imaging import decode_query_image
-from mmrag.retrieve.documents import DocumentsCache
+from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
+from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
@@ -95,20 +96,35 @@ class Retriever:
         image = None if data is None else decode_query_image(data, max_pixels=self.config.max_query_image_pixels)
         return QueryInput(text=request.query.strip(), image=image)
 
-    def options(self, request: SearchRequest, fit: Mapping[str, float] | None = None) -> PlanOptions:
+    def options(self, request: SearchRequest, fit: Mapping[str, float] | None = None,
+                sub_queries: tuple[str, ...] = ()) -> PlanOptions:
         """Plan options of ``request``; ``fit``: each document's fit to what the query names (the document
-        stage's prior, :meth:`mmrag.retrieve.documents.CorpusDocuments.match`)."""
+        stage's prior, :meth:`mmrag.retrieve.documents.CorpusDocuments.match`); ``sub_queries``: the
+        query's sentences scored on their own (:meth:`sub_queries`)."""
         c = self.config
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
                            rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
                            fusion=request.fusion or ("rrf" if request.weights else c.fusion),
                            document_weight=c.document_weight if c.document_stage else 0.0,
                            prior_strength=c.prior_strength, document_candidates=c.document_candidates,
-                           document_fit=dict(fit or {}))
+                           document_fit=dict(fit or {}), sub_queries=sub_queries)
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
-             request: SearchRequest, fit: Mapping[str, float] | None = None) -> QueryNode:
-        return build_plan(spaces, names, query, self.options(request, fit), request_filter(request))
+             request: SearchRequest, fit: Mapping[str, float] | None = None,
+             sub_queries: tuple[str, ...] = ()) -> QueryNode:
+        return build_plan(spaces, names, query, self.options(request, fit, sub_queries), request_filter(request))
+
+    def sub_queries(self, documents: CorpusDocuments | None, text: str) -> tuple[str, ...]:
+        """The sentences of a long query that run as their own sub-queries (``sentence_queries``): with
+        ``named`` those that name something of the corpus's documents (``documents``: None without the
+        document stage, then none); () for a one-sentence query or with ``off``."""
+        mode = self.config.sentence_queries
+        sentences = query_sentences(text) if mode != "off" and text else []
+        if len(sentences) < 2:
+            return ()
+        if mode == "named":
+            sentences = [s for s in sentences if documents is not None and documents.match(s).named]
+        return tuple(sentences)
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         t0 = time.perf_counter()
@@ -117,9 +133,11 @@ class Retriever:
         spaces = self.corpus_spaces(corpus_config)
         query = self._query_input(corpus, request)
         fit: Mapping[str, float] = {}
+        documents = None
         if any(spaces[n].document_level for n in names) and query.text and self.config.document_stage:
-            fit = self.documents.get(corpus).match(query.text).fit
-        node = self.plan(spaces, query, names, request, fit)
+            documents = self.documents.get(corpus)
+            fit = documents.match(query.text).fit
+        node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
         node.limit += TIE_MARGIN

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -99,3 +101,25 @@ def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
     assert len(fit_only.prefetch) == 1 and fit_only.formula is not None and fit_only.formula.priors == ()
     off = build_plan(with_doc, names, QueryInput(text="Apple"), PlanOptions(5, 40, 60, {}, "dbsf"), None)
     assert off.formula is None and off.fusion == "dbsf"  # no weight, no fit: the page plan alone
+
+
+def test_sub_queries_are_page_stages_fused_with_the_whole_query(spaces):
+    from mmrag.spaces.document import DocumentSpace
+
+    with_doc = {**spaces, "document": DocumentSpace(load_embedder("fake:8"))}
+    names = ["text", "bm25", "document"]
+    text = ("I'm building a capital-return model. From eBay's FY2021 statement of cash flows, take repurchases of "
+            "common stock. Keep it short.")  # ebay-28, shortened
+    options = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={}, fusion="dbsf", document_weight=1.0,
+                          sub_queries=("From eBay's FY2021 statement of cash flows, take repurchases of common stock.",
+                                       "Keep it short."))
+    node = build_plan(with_doc, names, QueryInput(text=text), options, None)
+    sentences, document = node.prefetch  # the document stage still scores the whole query
+    assert sentences.fusion == "rrf" and sentences.limit == 40 and len(sentences.prefetch) == 3
+    assert all(p.fusion == "dbsf" and [c.using for c in p.prefetch] == ["text", "bm25"] for p in sentences.prefetch)
+    whole, first, second = sentences.prefetch
+    assert not np.allclose(whole.prefetch[0].vector, first.prefetch[0].vector)  # each sub-query embedded alone
+    assert len(second.prefetch[1].vector.indices) < len(first.prefetch[1].vector.indices)  # and its own terms
+    assert [p.using for p in document.prefetch] == ["doc_text", "doc_bm25"]
+    off = build_plan(with_doc, names, QueryInput(text=text), replace(options, sub_queries=()), None)
+    assert off.prefetch[0].fusion == "dbsf" and [c.using for c in off.prefetch[0].prefetch] == ["text", "bm25"]
