@@ -123,13 +123,12 @@ def _row_texts(rows: list[list[_Cell]]) -> list[str]:
 
 def _row_words(row: list[_Cell], norm: pymupdf.Matrix, size: tuple[float, float]) -> list[Word]:
     """A row as words: ``|`` between cells; each word boxed by its cell (normalised, displayed page)."""
-    words: list[Word] = []
-    for text, cell in _row_tokens(row):
+    boxes: dict[int, BBox] = {}  # one transform per cell, not per word
+    for cell in row:
         r = pymupdf.Rect(cell.box) * norm
-        box: BBox = (max(0.0, r.x0 / size[0]), max(0.0, r.y0 / size[1]), min(1.0, r.x1 / size[0]),
-                     min(1.0, r.y1 / size[1]))
-        words.append(Word(text=text, bbox=box))
-    return words
+        boxes[id(cell)] = (max(0.0, r.x0 / size[0]), max(0.0, r.y0 / size[1]), min(1.0, r.x1 / size[0]),
+                           min(1.0, r.y1 / size[1]))
+    return [Word(text=text, bbox=boxes[id(cell)]) for text, cell in _row_tokens(row)]
 
 
 @dataclass(slots=True)
