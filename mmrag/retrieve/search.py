@@ -19,12 +19,13 @@ from mmrag.errors import InvalidInput
 from mmrag.imaging import decode_query_image
 from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
+from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
-from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
+from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult, Word
 
 TIE_MARGIN = 8  # extra candidates fetched so that ties at the cut-off are broken the same way everywhere
 KINDS = tuple(k.value for k in EvidenceKind)
@@ -140,18 +141,39 @@ class Retriever:
         node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
-        node.limit += TIE_MARGIN
-        hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), request.top_k)
+        prior = self.page_prior(query)
+        fetch = max(request.top_k, prior.depth if prior.on else 0)
+        node.limit = max(node.limit, fetch) + TIE_MARGIN
+        hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), fetch)
+        words: dict[str, list[Word]] = {}
+        factors: dict[str, float] = {}
+        if prior.on:
+            words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits[:prior.depth]])
+            factors = page_factors(hits, {k: [w.text for w in v] for k, v in words.items()}, query.text, prior)
+            hits = reprioritise(hits, factors, prior.depth)
+        hits = hits[:request.top_k]
         t2 = time.perf_counter()
-        evidence = merge_duplicates(self.hydrate(corpus, hits, query))
+        evidence = merge_duplicates(self.hydrate(corpus, hits, query, words))
         if request.explain:
             self.explain(corpus, spaces, evidence, query, names, request)
+            for ev in evidence:
+                if ev.page_id in factors:
+                    ev.scores["page_prior"] = round(factors[ev.page_id], 4)  # the factor, not a stage's score
         t3 = time.perf_counter()
         return SearchResult(evidence=evidence, timings={"plan": t1 - t0, "query": t2 - t1, "hydrate": t3 - t2,
                                                         "total": t3 - t0})
 
-    def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
-        words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits])
+    def page_prior(self, query: QueryInput) -> PagePrior:
+        """The page's own prior of a text query (:mod:`mmrag.retrieve.page_prior`); off for an image alone."""
+        c = self.config
+        return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if query.text else 0)
+
+    def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput,
+                known: Mapping[str, list[Word]] | None = None) -> list[Evidence]:
+        """Evidence of ``hits``; ``known``: words of pages already read (the page prior's), not read again."""
+        known = known or {}
+        missing = [h.payload["page_id"] for h in hits if h.payload["page_id"] not in known]
+        words = {**known, **(self.catalog.page_words(corpus, missing) if missing else {})}
         qvec = query.cache.get("text")
         out = []
         for hit in hits:

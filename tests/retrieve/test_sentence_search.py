@@ -38,7 +38,8 @@ def report(pipeline):
 
 
 def ranking(pipeline, mode: str, query: str) -> list[tuple[int, float]]:
-    pipeline.retriever.config = pipeline.retriever.config.model_copy(update={"sentence_queries": mode})
+    pipeline.retriever.config = pipeline.retriever.config.model_copy(  # the page's own prior off: sentences alone
+        update={"sentence_queries": mode, "page_prior_depth": 0})
     return [(e.page, e.score) for e in pipeline.search("f", SearchRequest(query=query, top_k=5)).evidence]
 
 
