@@ -8,7 +8,8 @@ Each round ingests the same PDFs (``--corpus``, default the docling and sec-10q 
 spaces) into a fresh data folder, once per arm, ABBA-alternated over ``--rounds`` rounds. Measured:
 data folder bytes / source bytes (everything under the data folder once the job has finished), and
 pages/s from submit to the job's end. The word boxes' share is also reported: the catalog's
-compact ``b16`` form vs the JSON it replaced (same words, computed from the catalog).
+compact coded form (:mod:`mmrag.ingest.word_boxes`) vs the JSON it replaced (same words, read back
+through the catalog).
 
     python -m bench.storage [--rounds 5] [--limit 13]
 
@@ -26,7 +27,6 @@ from pathlib import Path
 from bench._stats import interval, machine_line, result_line, verdict
 from mmrag.config import CorpusConfig, Settings
 from mmrag.embed.base import load_embedder
-from mmrag.ingest.word_boxes import unpack_words
 from mmrag.jobs.writer import Upload
 from mmrag.pipeline import build_pipeline
 
@@ -54,10 +54,10 @@ def one_run(files: list[Path], arm: str, minilm: object) -> dict[str, float]:
             t0 = time.perf_counter()
             job = pipeline.ingest.uploads("c", uploads)
             seconds = time.perf_counter() - t0
-            rows = pipeline.catalog._rows("SELECT text, words FROM pages WHERE corpus = ?", "c")
-            packed = sum(len(w) for _, w in rows)
-            as_json = sum(len(json.dumps([[x.text, [round(v, 5) for v in x.bbox]] for x in unpack_words(w, t)],
-                                         ensure_ascii=False)) for t, w in rows)
+            packed = sum(len(w) for (w,) in pipeline.catalog._rows("SELECT words FROM pages WHERE corpus = ?", "c"))
+            pages = [p for d in pipeline.catalog.list_documents("c") for p in pipeline.catalog.stored_pages("c", d.id)]
+            as_json = sum(len(json.dumps([[x.text, [round(v, 5) for v in x.bbox]] for x in p.words],
+                                         ensure_ascii=False)) for p in pages)
         finally:
             pipeline.close()
         data = settings.data_dir

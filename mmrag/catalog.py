@@ -2,7 +2,8 @@
 
 Layout under the data folder::
 
-    catalog.sqlite3                      corpora, documents, pages (text + word boxes)
+    catalog.sqlite3                      corpora, documents, pages (text + word boxes, compressed:
+                                         :mod:`mmrag.catalog_text`, :mod:`mmrag.ingest.word_boxes`)
     corpora/<corpus>/sources/<doc>.pdf   each document's PDF, kept once: pages render from it on demand
     corpora/<corpus>/pages/<page>.png    pages that cannot be re-rendered (OCRed, image uploads)
                                          (:mod:`mmrag.ingest.page_store`)
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.catalog_bm25 import Bm25Statistics
+from mmrag.catalog_text import pack_text, pack_variant, unpack_text, unpack_variant
 from mmrag.config import CorpusConfig
 from mmrag.errors import Conflict, InvalidInput, NotFound
 from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
@@ -46,7 +48,7 @@ CREATE TABLE IF NOT EXISTS pages (
     corpus TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL, number INTEGER NOT NULL,
     width INTEGER NOT NULL, height INTEGER NOT NULL, image_hash TEXT NOT NULL, text_source TEXT NOT NULL,
     text TEXT NOT NULL, words TEXT NOT NULL, context TEXT NOT NULL DEFAULT '[]',
-    table_header TEXT NOT NULL DEFAULT '[]', bm25_text TEXT, PRIMARY KEY (corpus, id));
+    table_header TEXT NOT NULL DEFAULT '[]', bm25_text TEXT, text_chars INTEGER, PRIMARY KEY (corpus, id));
 CREATE INDEX IF NOT EXISTS pages_by_document ON pages (corpus, document_id, number);
 CREATE TABLE IF NOT EXISTS bm25_lengths (
     corpus TEXT NOT NULL, document_id TEXT NOT NULL, pages INTEGER NOT NULL, length INTEGER NOT NULL,
@@ -102,6 +104,8 @@ class Catalog(SqliteDB):
                     self._db.execute(f"ALTER TABLE pages ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
             if "bm25_text" not in self._page_columns():  # pages written before: BM25 indexed their text
                 self._db.execute("ALTER TABLE pages ADD COLUMN bm25_text TEXT")
+            if "text_chars" not in self._page_columns():  # pages written before: plain text, its length()
+                self._db.execute("ALTER TABLE pages ADD COLUMN text_chars INTEGER")
 
     # corpora ---------------------------------------------------------------
     def create_corpus(self, name: str, config: CorpusConfig) -> None:
@@ -165,16 +169,18 @@ class Catalog(SqliteDB):
 
     # documents ---------------------------------------------------------------
     def add_document(self, corpus: str, doc: Document) -> DocumentInfo:
-        """Record a fully indexed document and its pages (one transaction)."""
+        """Record a fully indexed document and its pages (one transaction). Texts are stored compressed
+        (:mod:`mmrag.catalog_text`), the BM25 text against the page text and only where it differs."""
         now = time.time()
         with self._lock:
             self._db.execute("BEGIN")
             for p in doc.pages:
                 self._db.execute(
-                    f"INSERT OR REPLACE INTO pages ({_PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO pages ({_PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (corpus, p.id, doc.id, p.number, p.width, p.height, p.image_hash, p.text_source.value,
-                     p.text, pack_words(p.words, p.text), json.dumps(p.context), json.dumps(p.table_header),
-                     p.bm25_text))
+                     pack_text(p.text), pack_words(p.words, p.text), json.dumps(p.context),
+                     json.dumps(p.table_header),
+                     None if p.bm25_text in (None, p.text) else pack_variant(p.bm25_text, p.text), len(p.text)))
             self._db.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (corpus, doc.id, doc.filename, doc.media_type, doc.size_bytes, len(doc.pages),
@@ -251,16 +257,21 @@ class Catalog(SqliteDB):
         rows = self._rows("SELECT id, number, width, height, image_hash, text_source, text, words, context, "
                           "table_header, bm25_text FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number",
                           corpus, doc_id)
-        return [Page(id=r[0], document_id=doc_id, number=r[1], width=r[2], height=r[3], image_hash=r[4],
-                     text_source=TextSource(r[5]), text=r[6], words=unpack_words(r[7], r[6]),
-                     context=json.loads(r[8]), table_header=json.loads(r[9]), bm25_text=r[10]) for r in rows]
+        pages = []
+        for r in rows:
+            text = unpack_text(r[6])
+            pages.append(Page(id=r[0], document_id=doc_id, number=r[1], width=r[2], height=r[3], image_hash=r[4],
+                              text_source=TextSource(r[5]), text=text, words=unpack_words(r[7], text),
+                              context=json.loads(r[8]), table_header=json.loads(r[9]),
+                              bm25_text=None if r[10] is None else unpack_variant(r[10], text)))
+        return pages
 
     def page_words(self, corpus: str, page_ids: list[str]) -> dict[str, list[Word]]:
         if not page_ids:
             return {}
         marks = ",".join("?" * len(page_ids))
         rows = self._rows(f"SELECT id, text, words FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
-        return {pid: unpack_words(w, t) for pid, t, w in rows}
+        return {pid: unpack_words(w, unpack_text(t)) for pid, t, w in rows}
 
     def page_info(self, corpus: str, page_id: str) -> PageInfo:
         rows = self._rows(f"SELECT {_PAGE_INFO} FROM pages WHERE corpus = ? AND id = ?", corpus, page_id)
@@ -271,20 +282,27 @@ class Catalog(SqliteDB):
 
     def page_texts(self, corpus: str, doc_ids: list[str] | None = None) -> list[PageText]:
         """The texts BM25 indexes of the pages of ``corpus`` (of ``doc_ids`` if given), in document and page order."""
-        sql = "SELECT id, document_id, COALESCE(bm25_text, text), context FROM pages WHERE corpus = ?"
+        sql = "SELECT id, document_id, text, bm25_text, context FROM pages WHERE corpus = ?"
         if doc_ids is None:
             rows = self._rows(sql + " ORDER BY document_id, number", corpus)
         else:
             rows = [r for d in doc_ids for r in self._rows(sql + " AND document_id = ? ORDER BY number", corpus, d)]
-        return [PageText(str(i), str(d), str(t), section_line(json.loads(c))) for i, d, t, c in rows]
+        return [PageText(str(i), str(d), _indexed_text(t, b), section_line(json.loads(c))) for i, d, t, b, c in rows]
 
     def _page_columns(self) -> set[str]:
         return {r[1] for r in self._rows("PRAGMA table_info(pages)")}
 
 
 _PAGE_COLUMNS = "corpus, id, document_id, number, width, height, image_hash, text_source, text, words, context, " \
-                "table_header, bm25_text"
-_PAGE_INFO = "id, document_id, number, width, height, image_hash, text_source, length(text), context, table_header"
+                "table_header, bm25_text, text_chars"
+_PAGE_INFO = "id, document_id, number, width, height, image_hash, text_source, COALESCE(text_chars, length(text)), " \
+             "context, table_header"
+
+
+def _indexed_text(text: str | bytes, bm25_text: str | bytes | None) -> str:
+    """The stored page's :attr:`mmrag.types.Page.indexed_text`."""
+    plain = unpack_text(text)
+    return plain if bm25_text is None else unpack_variant(bm25_text, plain)
 
 
 def _page_info(r: tuple[Any, ...]) -> PageInfo:

@@ -302,9 +302,11 @@ class CorpusConfig(BaseModel):
     colpali_model: str | None = None
     """ColPali-family spec used for this corpus (recorded at creation)."""
     text_datatype: Literal["float32", "float16"] = "float16"
-    """How the dense text space's chunk vectors are stored: ``float16`` halves their bytes (the largest part
-    of the vector store) with retrieval measured unchanged (docs/benchmarks.md, bench/storage.py); corpora
-    created before this option hold ``float32``."""
+    """How the text embedder's vectors are stored (the text space's chunk vectors and the document space's
+    ``doc_text``): ``float16`` halves their bytes (the largest part of the vector store) with retrieval
+    measured unchanged (docs/benchmarks.md, bench/storage.py). A collection keeps the datatypes it was
+    created with: corpora created before this option hold ``float32`` chunks, and before ``doc_text``
+    followed it a ``float32`` ``doc_text``."""
     pool_factor: int = Field(1, ge=1, le=16)
     """Hierarchical token pooling factor for stored ColPali multi-vectors (1 = no pooling)."""
     prefetch_quantization: Literal["none", "binary", "scalar"] = "none"

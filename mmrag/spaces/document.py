@@ -4,7 +4,8 @@ own match with its document's.
 
 Stored per page (the same values on every page of a document):
 
-- ``doc_text``: the dense text embedding (MiniLM) of the document's evidence text;
+- ``doc_text``: the dense text embedding (MiniLM) of the document's evidence text, stored as the
+  corpus's ``text_datatype`` (float16 by default, like the text space's chunks);
 - ``doc_bm25``: BM25 of the evidence text (IDF in the engine).
 
 It adds no candidates of its own: :meth:`DocumentSpace.document_stage` is a prior on the pages the
@@ -21,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 import qdrant_edge as qe
 
+from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
 from mmrag.spaces.base import PageInput, QueryInput, Space
-from mmrag.store.base import FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
+from mmrag.store.base import Datatype, FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
 
 EVIDENCE_AVG_LEN = 40.0  # BM25 length normalisation of evidence texts (tens of words, not pages)
 
@@ -32,12 +34,17 @@ class DocumentSpace(Space):
     name = "document"
     document_level = True
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, datatype: Datatype = "float16") -> None:
         self.embedder = embedder
+        self.datatype: Datatype = datatype
         self.bm25 = qe.Bm25(qe.Bm25Config(avg_len=EVIDENCE_AVG_LEN, language="english"))
 
+    def for_corpus(self, config: CorpusConfig) -> Space:
+        return self if config.text_datatype == self.datatype else DocumentSpace(self.embedder, config.text_datatype)
+
     def specs(self) -> list[SpaceSpec]:
-        return [SpaceSpec("doc_text", "dense", self.embedder.dim), SpaceSpec("doc_bm25", "sparse", idf=True)]
+        return [SpaceSpec("doc_text", "dense", self.embedder.dim, datatype=self.datatype),
+                SpaceSpec("doc_bm25", "sparse", idf=True)]
 
     def evidence_vectors(self, texts: list[str]) -> list[dict[str, VectorValue]]:
         """Both vectors of each evidence text (an empty dict for an empty text)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 
 import numpy as np
@@ -12,7 +13,7 @@ from mmrag.catalog import Catalog
 from mmrag.config import IngestConfig
 from mmrag.errors import NotFound
 from mmrag.ingest.page_store import PageImageStore, RenderSpec
-from mmrag.ingest.word_boxes import pack_words, unpack_words
+from mmrag.ingest.word_boxes import PREFIX, code_boxes, decode_boxes, pack_words, unpack_words
 from mmrag.types import TextSource, Word
 from tests.ingest.helpers import parse_document
 
@@ -68,17 +69,28 @@ def test_render_cache_is_bounded(tmp_path, corpus_dir):
     assert store._size <= store.cache_bytes and len(store._cache) == 1
 
 
-def test_word_boxes_pack_to_a_quarter_and_round_trip():
+def test_word_boxes_pack_to_a_tenth_and_round_trip():
     words = [Word(text=f"w{i}", bbox=(i / 100, 0.25, i / 100 + 0.01, 0.3)) for i in range(90)]
     text = " ".join(w.text for w in words)
     packed = pack_words(words, text)
     legacy = pack_words(words, text + " ")  # text that does not match: the JSON form
-    assert packed.startswith("b16:") and legacy.startswith("[") and len(packed) * 3 < len(legacy)
-    for stored in (packed, legacy):
+    b16 = PREFIX + base64.b64encode(np.rint(np.array([w.bbox for w in words]) * 65535).astype("<u2").tobytes()).decode()
+    assert isinstance(packed, bytes) and isinstance(legacy, str) and legacy.startswith("[")
+    assert len(packed) * 10 < len(legacy) and len(packed) * 3 < len(b16)
+    for stored in (packed, legacy, b16):  # b16: the form written before, still read
         back = unpack_words(stored, text)
         assert [w.text for w in back] == [w.text for w in words]
         pairs = zip(words, back, strict=True)
         assert max(abs(a - b) for w, v in pairs for a, b in zip(w.bbox, v.bbox, strict=True)) < 1e-4
+    assert [w.bbox for w in unpack_words(packed, text)] == [w.bbox for w in unpack_words(b16, text)]
     spaced = [Word(text="a b", bbox=(0, 0, 1, 1))]
     assert unpack_words(pack_words(spaced, "a b"), "a b")[0].text == "a b"
     assert unpack_words(pack_words([], ""), "") == []
+
+
+def test_box_codes_are_exact_for_any_boxes():
+    rng = np.random.default_rng(7)
+    boxes = rng.integers(0, 65536, size=(500, 4))  # unordered, edges crossing: every difference wraps somewhere
+    boxes[:3] = [[0, 0, 0, 0], [65535, 65535, 65535, 65535], [65535, 0, 0, 65535]]
+    assert (decode_boxes(code_boxes(boxes)) == boxes).all()
+    assert code_boxes(boxes).min() >= 0 and code_boxes(boxes).max() < 65536

@@ -51,7 +51,7 @@ def test_reindex_rewrites_facts_payloads_and_document_vectors(pipeline, tmp_path
     space = pipeline.spaces["document"]
     expected = space.evidence_vectors([metadata_evidence({"doc": facts}, pdf.name)])[0]["doc_text"]
     for p in points:
-        assert np.allclose(np.asarray(p.vectors["doc_text"]), expected, atol=1e-5)
+        assert np.allclose(np.asarray(p.vectors["doc_text"]), expected, atol=5e-4)  # stored as float16
     hits = pipeline.search("c", SearchRequest(query="x", metadata={"doc.periods": "FY2023-Q2"}, top_k=4))
     assert len(hits.evidence) == 4  # the rewritten payload filters
     again = reindex_documents(pipeline.catalog, pipeline.store, pipeline.spaces, "c")

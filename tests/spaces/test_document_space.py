@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
+import uuid
 
+import numpy as np
+import pytest
+
+from mmrag.config import CorpusConfig
 from mmrag.embed.base import load_embedder
 from mmrag.spaces.base import PageInput, QueryInput
 from mmrag.spaces.document import DocumentSpace
+from mmrag.store import CollectionSpec, PointRecord
+from mmrag.store.edge import EdgeStore
 from mmrag.types import Page, TextSource
 
 
@@ -29,3 +35,28 @@ def test_pages_of_a_document_share_its_evidence_vectors() -> None:
     assert stage is not None and stage.fusion == "dbsf"
     assert [p.using for p in stage.prefetch] == ["doc_text", "doc_bm25"]
     assert space.document_stage(QueryInput(text=""), 300, None) is None
+
+
+def _stored_doc_text_bytes(root, config: CorpusConfig, n: int = 300) -> tuple[int, list[float]]:
+    """Bytes the engine allocates for ``n`` pages' ``doc_text`` in a corpus of ``config``, and one read back."""
+    space = DocumentSpace(load_embedder("fake:256")).for_corpus(config)
+    store = EdgeStore(root)
+    store.create_collection("c", CollectionSpec(spaces=tuple(space.specs())))
+    vectors = space.page_vectors([PageInput(_page(i), [], None, f"Document {i} evidence Apple") for i in range(n)])
+    store.upsert("c", [PointRecord(id=str(uuid.UUID(int=i + 1)), vectors=v, payload={"page_id": f"p{i}"})
+                       for i, v in enumerate(vectors)])
+    back = store.scroll("c", with_vectors=["doc_text"])
+    first = next(h for h in back if h.id == str(uuid.UUID(int=1))).vectors["doc_text"]
+    store.close()
+    folder = next(root.glob("c/segments/*/vector_storage-doc_text"))
+    assert np.asarray(first) == pytest.approx(np.asarray(vectors[0]["doc_text"]), abs=2e-3)
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()), first
+
+
+def test_doc_text_is_stored_as_the_corpus_text_datatype(tmp_path) -> None:
+    space = DocumentSpace(load_embedder("fake:8"))
+    assert space.specs()[0].datatype == "float16" and space.for_corpus(CorpusConfig()) is space
+    assert space.for_corpus(CorpusConfig(text_datatype="float32")).specs()[0].datatype == "float32"
+    half, _ = _stored_doc_text_bytes(tmp_path / "f16", CorpusConfig())
+    full, _ = _stored_doc_text_bytes(tmp_path / "f32", CorpusConfig(text_datatype="float32"))
+    assert full - half >= 300 * 256 * 2 * 0.9  # two bytes a value fewer
