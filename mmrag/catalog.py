@@ -210,6 +210,15 @@ class Catalog(SqliteDB):
         return [StoredFacts(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None))
                 for id_, name, facts in rows]
 
+    def page_counts(self, corpus: str, doc_ids: list[str]) -> dict[str, int]:
+        """document id -> its number of pages, for those of ``doc_ids`` in ``corpus``."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return dict(self._rows(f"SELECT id, page_count FROM documents WHERE corpus = ? AND id IN ({marks})",
+                               corpus, *ids))
+
     def _doc_info(self, corpus: str, row: tuple[Any, ...]) -> DocumentInfo:
         id_, filename, media, size, count, meta, created = row
         return DocumentInfo(id=id_, corpus=corpus, filename=filename, media_type=media, size_bytes=size,

@@ -166,9 +166,10 @@ class RetrieveConfig(BaseModel):
     sentences that name an organisation, period, form or "the latest" of the corpus's documents (the
     document stage's reading; nothing without it); ``all``: every sentence; ``off``: the whole query only.
     One-sentence queries are unchanged."""
-    title_weight: float = Field(0.0, ge=0, le=100)
+    title_weight: float = Field(1.0, ge=0, le=100)
     """Weight of a page's title region (its first words) holding the query's terms in the page's own prior
-    (:mod:`mmrag.retrieve.page_prior`): a candidate's score is multiplied by ``1 + t * title + f * figures``."""
+    (:mod:`mmrag.retrieve.page_prior`; pages of documents of 40 pages or more): a candidate's score is
+    multiplied by ``1 + t * title + f * figures``."""
     figure_weight: float = Field(4.0, ge=0, le=100)
     """Weight of the share of a page's words that are numbers in the page's own prior (a statement, a table)."""
     page_prior_depth: int = Field(30, ge=0, le=1000)

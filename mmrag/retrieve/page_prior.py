@@ -27,6 +27,7 @@ from mmrag.spaces.bm25 import bm25_term_counts
 from mmrag.store.base import Hit
 
 HEAD_WORDS = 25  # words of a page's title region
+LONG_DOCUMENT = 40  # pages from which a document is a long report: its pages' title regions count
 _NUMBER = re.compile(r"\(?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?%?")
 
 
@@ -61,9 +62,11 @@ def prior_factor(title: float, figures: float, prior: PagePrior) -> float:
 
 
 def page_factors(hits: Sequence[Hit], words: Mapping[str, Sequence[str]], query: str,
-                 prior: PagePrior) -> dict[str, float]:
+                 prior: PagePrior, page_counts: Mapping[str, int] | None = None) -> dict[str, float]:
     """page id -> its prior factor, for the first ``prior.depth`` of ``hits`` whose page has words
-    (``words``: page id -> the page's words in reading order); {} when the prior is off."""
+    (``words``: page id -> the page's words in reading order); {} when the prior is off. The title part
+    counts only on pages of a long report (``page_counts``: document id -> pages, at least
+    :data:`LONG_DOCUMENT`): in a short document a page's first words are just where its text starts."""
     if not prior.on or not query.strip():
         return {}
     terms = bm25_term_counts(query)
@@ -72,7 +75,9 @@ def page_factors(hits: Sequence[Hit], words: Mapping[str, Sequence[str]], query:
         page_id = hit.payload.get("page_id", "")
         page_words = words.get(page_id, ())
         if page_words and page_id not in factors:
-            factors[page_id] = prior_factor(title_match(terms, page_words), figure_share(page_words), prior)
+            long = (page_counts or {}).get(hit.payload.get("document_id", ""), 0) >= LONG_DOCUMENT
+            title = title_match(terms, page_words) if long and prior.title_weight > 0 else 0.0
+            factors[page_id] = prior_factor(title, figure_share(page_words), prior)
     return factors
 
 

@@ -149,7 +149,10 @@ class Retriever:
         factors: dict[str, float] = {}
         if prior.on:
             words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits[:prior.depth]])
-            factors = page_factors(hits, {k: [w.text for w in v] for k, v in words.items()}, query.text, prior)
+            counts = self.catalog.page_counts(corpus, [h.payload["document_id"] for h in hits[:prior.depth]]) \
+                if prior.title_weight > 0 else {}
+            factors = page_factors(hits, {k: [w.text for w in v] for k, v in words.items()}, query.text, prior,
+                                   counts)
             hits = reprioritise(hits, factors, prior.depth)
         hits = hits[:request.top_k]
         t2 = time.perf_counter()
