@@ -84,13 +84,14 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--suite", required=True)
     ap.add_argument("--split", default=None, help="only the questions whose 'split' is this (tune)")
+    ap.add_argument("--variant", default=None, help="a variant of the suite (e.g. hashed: its corpus and names)")
     ap.add_argument("--arm", action="append", default=[], help="NAME=KEY=V,KEY=V (repeatable; first: the reference)")
     args = ap.parse_args()
     arms = [parse_arm(a) for a in args.arm] or [("default", {}, {})]
     settings, pipeline = open_search_pipeline(args.data_dir)
     weights, weak, floor, conjunctive = dict(documents.WEIGHTS), documents.WEAK, documents.FLOOR, documents.CONJUNCTIVE
     try:
-        suite = load_suite(args.suite)
+        suite = load_suite(args.suite, variant=args.variant)
         questions = split_questions(suite, args.split)
         spec = suite.spec.pipeline
         template = SearchRequest(query="", top_k=spec.top_k, spaces=spec.spaces)
@@ -108,8 +109,8 @@ def main() -> None:
             documents.WEIGHTS.clear()
             documents.WEIGHTS.update(weights)
             documents.WEAK, documents.FLOOR, documents.CONJUNCTIVE = weak, floor, conjunctive
-            means = {k: round(float(np.mean([r[k] for r in results[name] if k in r])), 4)
-                     for k in ("first", "doc_ndcg5", "page_ndcg5")}
+            means = {k: round(float(np.mean(got)), 4) for k in ("first", "doc_ndcg5", "page_ndcg5")
+                     if (got := [r[k] for r in results[name] if k in r])}
             print(json.dumps({"arm": name, **config, **{f"fit.{k}": v for k, v in fit.items()}, **means}), flush=True)
         ref = arms[0][0]
         values: dict[str, Any] = {}
@@ -118,6 +119,8 @@ def main() -> None:
                 mine = [r.get(key) for r in results[name]]
                 base = [r.get(key) for r in results[ref]]
                 pairs = [(a, b) for a, b in zip(mine, base, strict=True) if a is not None and b is not None]
+                if not pairs:  # a suite without page judgments has no page nDCG
+                    continue
                 values[f"{name}_{key}"] = interval([a for a, _ in pairs], mean_stat)
                 if name != ref:
                     values[f"{name}_minus_{ref}_{key}"] = interval([a - b for a, b in pairs], mean_stat)
