@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+import unicodedata
+from collections.abc import Callable
+from functools import partial
 
 from PIL import Image
 
@@ -15,9 +18,30 @@ from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
 from mmrag.ingest.page_context import section_paths
 from mmrag.types import Page, TextSource, Word
 
+SUSPECT_ALNUM = 0.75  # a text layer whose words are less than this share letters and digits is looked at closer
+UNREADABLE_SHARE = 0.05  # ... and is unreadable when this share of its raw characters are control codes
 
-def _usable(words: list[Word], min_chars: int) -> bool:
-    return sum(len(w.text.strip()) for w in words) >= min_chars
+
+def unreadable(words: list[Word], layer_text: Callable[[], str]) -> bool:
+    """A text layer whose fonts map glyphs to control codes, not characters (the page shows "McDonald's",
+    the layer holds ``\x01\x02\x03...``; its words keep only the punctuation between them): its words
+    are mostly not letters or digits (under :data:`SUSPECT_ALNUM`; real pages are 0.86 and up) and more
+    than :data:`UNREADABLE_SHARE` of the page's raw text (``layer_text``, read only then) is control
+    characters, which real text has only as whitespace."""
+    chars = "".join(w.text for w in words)
+    if not chars or sum(c.isalnum() for c in chars) >= SUSPECT_ALNUM * len(chars):
+        return False
+    raw = "".join(layer_text().split())
+    return sum(1 for c in raw if unicodedata.category(c) == "Cc") > UNREADABLE_SHARE * len(raw)
+
+
+def needs_ocr(words: list[Word], min_chars: int, has_marks: Callable[[], bool],
+              layer_text: Callable[[], str]) -> bool:
+    """OCR a page whose text layer is unreadable (:func:`unreadable`: its glyphs are what OCR reads), or
+    too short (``min_chars``) on a page that shows an image or a drawing (``has_marks``); a blank page is not."""
+    if sum(len(w.text.strip()) for w in words) < min_chars:
+        return has_marks()
+    return unreadable(words, layer_text)
 
 
 def _page(doc_id: str, number: int, image: Image.Image | None, words: list[Word], source: TextSource,
@@ -62,7 +86,8 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
         sections_s = time.perf_counter() - t0
         for rendered in pdf.render_pages(doc, config, first, last, images):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
-            if not _usable(words, config.min_text_chars) and config.ocr and pdf.has_marks(doc, rendered.number):
+            if config.ocr and needs_ocr(words, config.min_text_chars, partial(pdf.has_marks, doc, rendered.number),
+                                        partial(pdf.layer_text, doc, rendered.number)):
                 if image is None:
                     image = pdf.render_image(doc.load_page(rendered.number - 1), config)
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)

@@ -157,6 +157,11 @@ def has_marks(doc: pymupdf.Document, number: int) -> bool:
     return bool(page.get_images(full=False)) or bool(page.get_cdrawings())
 
 
+def layer_text(doc: pymupdf.Document, number: int) -> str:
+    """Page ``number``'s text layer as PyMuPDF extracts it, control codes kept (its words drop them)."""
+    return str(doc.load_page(number - 1).get_text())
+
+
 def render_for_ocr(doc: pymupdf.Document, number: int, config: IngestConfig) -> Image.Image:
     """A higher-resolution render of one page for Tesseract (still under the pixel cap)."""
     page = doc.load_page(number - 1)

@@ -10,9 +10,10 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge, UnsupportedMediaType
-from mmrag.ingest.parse import parse_pdf
+from mmrag.ingest.parse import needs_ocr, parse_pdf, unreadable
 from mmrag.ingest.sniff import sniff_kind
-from mmrag.types import TextSource
+from mmrag.types import TextSource, Word
+from tests.conftest import CORPUS
 from tests.ingest.helpers import parse_document
 
 CFG = IngestConfig()
@@ -157,3 +158,39 @@ def test_a_blank_page_is_not_ocred_and_a_scan_still_is(corpus_dir):
     assert "ocr" not in blank.timings and blank.text == ""
     scan = parse_pdf((corpus_dir / "scans" / "ocr_test_rotated_90.pdf").read_bytes(), "e" * 32, CFG)[0]
     assert "ocr" in scan.timings and scan.text.strip()
+
+
+FILINGS = CORPUS.parent / "filings" / "pdf"
+
+
+def test_a_text_layer_of_unmapped_glyphs_is_ocred() -> None:
+    # The shared filings' McDonald's Q4 2022 release: its fonts map glyphs to control codes.
+    path = FILINGS / "MCDONALDS_2022Q4_EARNINGS.pdf"
+    assert path.exists(), f"missing shared filing {path}"
+    page = pymupdf.open(path)[0]
+    layer = [Word(w[4], (0.0, 0.0, 1.0, 1.0)) for w in page.get_text("words")]
+    assert unreadable(layer, page.get_text)
+    parsed = parse_pdf(path.read_bytes(), "mcd", CFG, first=1, last=1, images=False)[0]
+    assert parsed.text_source is TextSource.OCR and "mcdonald" in parsed.text.lower()
+
+
+def test_readable_layers_are_kept_and_short_ones_need_marks() -> None:
+    def words(*texts: str) -> list[Word]:
+        return [Word(t, (0.0, 0.0, 1.0, 1.0)) for t in texts]
+
+    asked: list[str] = []
+
+    def ask(what: str, answer: bool | str):  # type: ignore[no-untyped-def]
+        def called():  # type: ignore[no-untyped-def]
+            asked.append(what)
+            return answer
+        return called
+
+    statement = words("Consolidated", "Statement", "of", "Income", "Net", "sales", "$", "30,274", "(1,120)",
+                      "—", "12.5%", "McDonald’s", "東京都", "....")
+    assert not needs_ocr(statement, 16, ask("marks", True), ask("raw", "")) and not asked  # nothing read again
+    glyphs = words("!\"#", "$", "&'(", ")'", "*+,(-", "'", "!\"#.#", "CA", "BDECFC")
+    assert unreadable(glyphs, ask("raw", "\x00\x01\x02\x03\x04\x03\x05\x07!\"#$&'(CA"))
+    assert not unreadable(glyphs, lambda: "....... ------ ||| 12 | 34")  # punctuation, but real characters
+    assert needs_ocr(words("p.", "3"), 16, ask("marks", True), ask("raw", "")) and asked[-1] == "marks"
+    assert not needs_ocr(words("p.", "3"), 16, lambda: False, lambda: "")  # a blank page with a page number
