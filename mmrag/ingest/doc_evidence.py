@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmrag.config import IngestConfig
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.doc_forms import find_form, find_labels, find_versions, name_tokens
 from mmrag.ingest.doc_orgs import find_entities, tickers
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     import pymupdf
 
 FIRST_PAGES = 6  # pages read: a cover, its contents, the first statements (their year-to-date columns)
+OCR_PAGES = 2  # of which OCRed where the text layer is unreadable (the cover or headline; the parse OCRs all)
 ENTITY_PAGES = 3  # pages organisations are read from (a cover without the name in text: the next pages)
 COLUMN_GAP = 0.035  # a horizontal gap this wide (of the page's width) parts two columns' cells
 DERIVED = ("entities", "periods", "versions", "labels", "date", "form", "tickers", "comparatives", "calendar",
@@ -119,14 +121,18 @@ def refresh_facts(stored: DocumentFacts, filename: str, pages: Sequence[Sequence
     return facts_from_words(filename, pages, base=base)
 
 
-def complete_facts(facts: DocumentFacts, filename: str, pdf: pymupdf.Document | None) -> DocumentFacts:
+def complete_facts(facts: DocumentFacts, filename: str, pdf: pymupdf.Document | None,
+                   config: IngestConfig | None = None) -> DocumentFacts:
     """:func:`document_facts` for an upload: ``pdf`` is the open PDF its pages render from (the upload
-    or its conversion; None for an image), read for its metadata, largest type and first pages' words."""
+    or its conversion; None for an image), read for its metadata, largest type and first pages' words
+    (OCR's, with ``config``, where a text layer is unreadable: glyphs mapped to control codes)."""
     if pdf is None:
         return document_facts(filename, [], base=facts)
-    from mmrag.ingest.pdf import page_words
+    from mmrag.ingest.parse import layer_or_ocr_words
 
-    words = [page_words(pdf[i]) for i in range(min(FIRST_PAGES, pdf.page_count))]
+    ocr, no_ocr = config or IngestConfig(ocr=False), IngestConfig(ocr=False)
+    words = [layer_or_ocr_words(pdf, i + 1, ocr if i < OCR_PAGES else no_ocr)
+             for i in range(min(FIRST_PAGES, pdf.page_count))]
     meta = pdf.metadata or {}
     if not meaningful_title(facts.title) and not meaningful_title(meta.get("title")) and pdf.page_count:
         facts.title = largest_text(pdf[0])

@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Callable
 from functools import partial
 
+import pymupdf
 from PIL import Image
 
 from mmrag.config import IngestConfig
@@ -61,6 +62,15 @@ def _page(doc_id: str, number: int, image: Image.Image | None, words: list[Word]
         text=" ".join(w.text for w in words), words=words,
         text_source=source if words else TextSource.NONE, image_png=png, timings=timings,
     )
+
+
+def layer_or_ocr_words(doc: pymupdf.Document, number: int, config: IngestConfig) -> list[Word]:
+    """Page ``number``'s words for reading its document's evidence: the text layer's, or OCR's where the
+    layer is unreadable (:func:`unreadable`; none without OCR)."""
+    words = pdf.page_words(doc[number - 1])
+    if not unreadable(words, partial(pdf.layer_text, doc, number)):
+        return words
+    return _ocr(pdf.render_for_ocr(doc, number, config), config, {})[0] if config.ocr else []
 
 
 def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) -> tuple[list[Word], int]:

@@ -94,7 +94,7 @@ def prepare_source(data: bytes, name: str, config: IngestConfig, checked: Kind |
     converted = None if kind.family == "pdf" else convert_to_pdf(data, kind.name, config)
     doc = pdf.open_pdf(data, config) if converted is None else _open_converted(converted, kind, name, config)
     with doc:  # the one open of the PDF the pages render from
-        facts = complete_facts(file_facts(data, kind, doc), name, doc)
+        facts = complete_facts(file_facts(data, kind, doc), name, doc, config)
         return Source(kind.name, kind.media_type, doc.page_count, converted, facts, _spec(config))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from mmrag.config import IngestConfig
 from mmrag.ingest.doc_evidence import complete_facts, evidence_text
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.file_metadata import pdf_facts
@@ -122,3 +123,15 @@ def test_evidence_text_speaks_the_reporting_period_not_the_comparatives() -> Non
 def test_every_filing_names_its_form_period_and_registrant(name: str) -> None:
     facts = filing(name)
     assert facts.form == "10-K" and facts.periods[0] == "FY2022" and facts.entities
+
+
+def test_a_release_whose_text_layer_is_unreadable_is_read_from_its_ocr() -> None:
+    # MCDONALDS_2022Q4_EARNINGS.pdf maps every glyph to a control code: its text layer names nothing.
+    path = FILINGS / "MCDONALDS_2022Q4_EARNINGS.pdf"
+    assert path.exists()
+    with pymupdf.open(path) as doc:
+        layer_only = complete_facts(pdf_facts(doc), path.name, doc)
+        read = complete_facts(pdf_facts(doc), path.name, doc, IngestConfig())
+    assert not any("mcdonald" in e.lower() for e in layer_only.entities)
+    assert any("mcdonald" in e.lower() for e in read.entities)
+    assert "2022-Q4" in read.periods
