@@ -12,9 +12,11 @@ a page carries tell them apart, whatever the document's kind:
   statement or a note's table, low on prose.
 
 The prior multiplies the fused score of each of the first ``depth`` candidates by
-``1 + title_weight * title + figure_weight * figures``: bounded (at most ``1 + t + f``), never a
-filter. Its weights were chosen on the tuning half of the filings suite and checked on the held-apart
-half, docling and sec-10q (docs/benchmarks.md).
+``1 + title_weight * title + figure_weight * min(figures, FIGURE_CAP)``: bounded (at most
+``1 + t + f * FIGURE_CAP``; only pages of long reports get the title part), never a filter. Its
+weights were chosen on the tuning half of the filings suite and checked on the held-apart half,
+docling and sec-10q (docs/benchmarks.md). With ColPali's MaxSim rerank the prior is not applied: the
+rerank orders the candidates by MaxSim alone (as it does the document stage's).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mmrag.spaces.bm25 import bm25_term_counts
 from mmrag.store.base import Hit
 
 HEAD_WORDS = 25  # words of a page's title region
+FIGURE_CAP = 0.2  # share of numbers above which a page counts the same (a statement page: 0.1–0.3)
 LONG_DOCUMENT = 40  # pages from which a document is a long report: its pages' title regions count
 _NUMBER = re.compile(r"\(?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?%?")
 
@@ -58,7 +61,9 @@ def title_match(query_terms: Mapping[int, int], words: Sequence[str]) -> float:
 
 
 def prior_factor(title: float, figures: float, prior: PagePrior) -> float:
-    return 1.0 + prior.title_weight * title + prior.figure_weight * figures
+    """``1 + t * title + f * min(figures, FIGURE_CAP)``: a page of numbers only (an index, an exhibit list)
+    counts no more than a statement."""
+    return 1.0 + prior.title_weight * title + prior.figure_weight * min(figures, FIGURE_CAP)
 
 
 def page_factors(hits: Sequence[Hit], words: Mapping[str, Sequence[str]], query: str,

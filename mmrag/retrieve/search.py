@@ -141,7 +141,7 @@ class Retriever:
         node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
-        prior = self.page_prior(query)
+        prior = self.page_prior(query) if node.using is None else PagePrior(0.0, 0.0, 0)  # MaxSim orders alone
         fetch = max(request.top_k, prior.depth if prior.on else 0)
         node.limit = max(node.limit, fetch) + TIE_MARGIN
         hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), fetch)

@@ -12,6 +12,7 @@ import pytest
 from mmrag.config import IngestConfig
 from mmrag.ingest.parse import parse_pdf
 from mmrag.retrieve.page_prior import (
+    FIGURE_CAP,
     HEAD_WORDS,
     LONG_DOCUMENT,
     PagePrior,
@@ -84,14 +85,15 @@ def test_the_title_region_counts_only_in_a_long_report() -> None:
 
 def test_the_prior_is_bounded_and_reorders_only_the_first_candidates() -> None:
     prior = PagePrior(title_weight=1.0, figure_weight=4.0, depth=2)
-    assert prior_factor(1.0, 1.0, prior) == 6.0 and prior_factor(0.0, 0.0, prior) == 1.0
+    assert prior_factor(1.0, 1.0, prior) == pytest.approx(2.0 + 4.0 * FIGURE_CAP)  # bounded: 1 + t + f * cap
+    assert prior_factor(1.0, FIGURE_CAP, prior) == prior_factor(1.0, 1.0, prior) and prior_factor(0, 0, prior) == 1
     words = {"a": ["text"] * 10, "b": ["1,000"] * 10, "c": ["2,000"] * 10}
     hits = [hit("a", 3.0), hit("b", 2.0), hit("c", 1.0)]
     factors = page_factors(hits, words, "revenue", prior)
     assert set(factors) == {"a", "b"}  # c is beyond the depth: no factor
     ranked = reprioritise(hits, factors, prior.depth)
     assert [h.id for h in ranked] == ["b", "a", "c"]
-    assert ranked[0].score == pytest.approx(2.0 * 5.0) and ranked[2].score == 1.0
+    assert ranked[0].score == pytest.approx(2.0 * (1.0 + 4.0 * FIGURE_CAP)) and ranked[2].score == 1.0
     negative = [hit("b", -1.0), hit("a", -2.0)]
     assert [h.score for h in reprioritise(negative, {"a": 3.0, "b": 3.0}, 2)] == [-1.0, -2.0]
     assert page_factors(hits, words, "revenue", PagePrior(0.0, 0.0, 2)) == {}
