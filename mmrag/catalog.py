@@ -275,6 +275,14 @@ class Catalog(SqliteDB):
                               bm25_text=None if r[10] is None else unpack_variant(r[10], text)))
         return pages
 
+    def page_plain_texts(self, corpus: str, page_ids: list[str]) -> dict[str, str]:
+        """page id -> its text (its words in reading order, joined by spaces; no boxes: cheap)."""
+        if not page_ids:
+            return {}
+        marks = ",".join("?" * len(page_ids))
+        rows = self._rows(f"SELECT id, text FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
+        return {pid: unpack_text(t) for pid, t in rows}
+
     def page_words(self, corpus: str, page_ids: list[str]) -> dict[str, list[Word]]:
         if not page_ids:
             return {}

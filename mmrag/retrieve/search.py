@@ -25,7 +25,7 @@ from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
-from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult, Word
+from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
 TIE_MARGIN = 8  # extra candidates fetched so that ties at the cut-off are broken the same way everywhere
 KINDS = tuple(k.value for k in EvidenceKind)
@@ -145,18 +145,17 @@ class Retriever:
         fetch = max(request.top_k, prior.depth if prior.on else 0)
         node.limit = max(node.limit, fetch) + TIE_MARGIN
         hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), fetch)
-        words: dict[str, list[Word]] = {}
         factors: dict[str, float] = {}
         if prior.on:
-            words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits[:prior.depth]])
-            counts = self.catalog.page_counts(corpus, [h.payload["document_id"] for h in hits[:prior.depth]]) \
+            head = hits[:prior.depth]
+            texts = self.catalog.page_plain_texts(corpus, [h.payload["page_id"] for h in head])
+            counts = self.catalog.page_counts(corpus, [h.payload["document_id"] for h in head]) \
                 if prior.title_weight > 0 else {}
-            factors = page_factors(hits, {k: [w.text for w in v] for k, v in words.items()}, query.text, prior,
-                                   counts)
+            factors = page_factors(hits, {k: v.split() for k, v in texts.items()}, query.text, prior, counts)
             hits = reprioritise(hits, factors, prior.depth)
         hits = hits[:request.top_k]
         t2 = time.perf_counter()
-        evidence = merge_duplicates(self.hydrate(corpus, hits, query, words))
+        evidence = merge_duplicates(self.hydrate(corpus, hits, query))
         if request.explain:
             self.explain(corpus, spaces, evidence, query, names, request)
             for ev in evidence:
@@ -171,12 +170,8 @@ class Retriever:
         c = self.config
         return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if query.text else 0)
 
-    def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput,
-                known: Mapping[str, list[Word]] | None = None) -> list[Evidence]:
-        """Evidence of ``hits``; ``known``: words of pages already read (the page prior's), not read again."""
-        known = known or {}
-        missing = [h.payload["page_id"] for h in hits if h.payload["page_id"] not in known]
-        words = {**known, **(self.catalog.page_words(corpus, missing) if missing else {})}
+    def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
+        words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits])
         qvec = query.cache.get("text")
         out = []
         for hit in hits:
