@@ -130,9 +130,8 @@ def complete_facts(facts: DocumentFacts, filename: str, pdf: pymupdf.Document | 
         return document_facts(filename, [], base=facts)
     from mmrag.ingest.parse import layer_or_ocr_words
 
-    ocr, no_ocr = config or IngestConfig(ocr=False), IngestConfig(ocr=False)
-    words = [layer_or_ocr_words(pdf, i + 1, ocr if i < OCR_PAGES else no_ocr)
-             for i in range(min(FIRST_PAGES, pdf.page_count))]
+    config = config or IngestConfig(ocr=False)
+    words = [layer_or_ocr_words(pdf, i + 1, config, ocr=i < OCR_PAGES) for i in range(min(FIRST_PAGES, pdf.page_count))]
     meta = pdf.metadata or {}
     if not meaningful_title(facts.title) and not meaningful_title(meta.get("title")) and pdf.page_count:
         facts.title = largest_text(pdf[0])

@@ -64,13 +64,13 @@ def _page(doc_id: str, number: int, image: Image.Image | None, words: list[Word]
     )
 
 
-def layer_or_ocr_words(doc: pymupdf.Document, number: int, config: IngestConfig) -> list[Word]:
-    """Page ``number``'s words for reading its document's evidence: the text layer's, or OCR's where the
-    layer is unreadable (:func:`unreadable`; none without OCR)."""
+def layer_or_ocr_words(doc: pymupdf.Document, number: int, config: IngestConfig, ocr: bool) -> list[Word]:
+    """Page ``number``'s words for reading its document's evidence: the text layer's, or (``ocr`` and
+    ``config.ocr``) OCR's where the layer is unreadable (:func:`unreadable`; else none)."""
     words = pdf.page_words(doc[number - 1])
     if not unreadable(words, partial(pdf.layer_text, doc, number)):
         return words
-    return _ocr(pdf.render_for_ocr(doc, number, config), config, {})[0] if config.ocr else []
+    return _ocr(pdf.render_for_ocr(doc, number, config), config, {})[0] if ocr and config.ocr else []
 
 
 def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) -> tuple[list[Word], int]:

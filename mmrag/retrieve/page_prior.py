@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from mmrag.retrieve.evidence import order_hits
 from mmrag.spaces.bm25 import bm25_term_counts
 from mmrag.store.base import Hit
 
@@ -92,5 +93,4 @@ def reprioritise(hits: list[Hit], factors: Mapping[str, float], depth: int) -> l
     it. Factors are at least 1, so no rescored hit falls below the ones after ``depth``."""
     head = [replace(h, score=h.score * factors.get(h.payload.get("page_id", ""), 1.0)) if h.score > 0 else h
             for h in hits[:depth]]
-    head.sort(key=lambda h: (-round(h.score, 6), h.payload.get("page_id", h.id)))
-    return head + hits[depth:]
+    return order_hits(head, len(head)) + hits[depth:]

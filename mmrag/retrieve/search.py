@@ -141,7 +141,7 @@ class Retriever:
         node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
         t1 = time.perf_counter()
         with_vectors = ["text"] if "text" in names and query.text else None
-        prior = self.page_prior(query) if node.using is None else PagePrior(0.0, 0.0, 0)  # MaxSim orders alone
+        prior = self.page_prior(query, node)
         fetch = max(request.top_k, prior.depth if prior.on else 0)
         node.limit = max(node.limit, fetch) + TIE_MARGIN
         hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), fetch)
@@ -165,10 +165,12 @@ class Retriever:
         return SearchResult(evidence=evidence, timings={"plan": t1 - t0, "query": t2 - t1, "hydrate": t3 - t2,
                                                         "total": t3 - t0})
 
-    def page_prior(self, query: QueryInput) -> PagePrior:
-        """The page's own prior of a text query (:mod:`mmrag.retrieve.page_prior`); off for an image alone."""
+    def page_prior(self, query: QueryInput, node: QueryNode) -> PagePrior:
+        """The page's own prior of a text query (:mod:`mmrag.retrieve.page_prior`); off for an image alone
+        and after a MaxSim rerank (``node.using``: the rerank orders by MaxSim alone)."""
         c = self.config
-        return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if query.text else 0)
+        on = bool(query.text) and node.using is None
+        return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if on else 0)
 
     def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
         words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits])
