@@ -174,6 +174,17 @@ class RetrieveConfig(BaseModel):
     """Weight of the share of a page's words that are numbers in the page's own prior (a statement, a table)."""
     page_prior_depth: int = Field(30, ge=0, le=1000)
     """How many of the best candidates the page's own prior reorders (0: off)."""
+    ranker: str = "shipped"
+    """How a text query's pages are ordered: ``shipped`` (the learned ranker trained from the shared judged
+    suites, :mod:`mmrag.retrieve.ranker`), a path to a model trained by ``mmrag rank train``, or ``off`` (the
+    first stage's order with the hand-set page prior above). A corpus with its own model (``mmrag rank
+    train --corpus``) uses that one. Not applied after a ColPali MaxSim rerank."""
+    rank_depth: int = Field(50, ge=1, le=1000)
+    """Best pages of the fused first stage that are the ranker's candidates."""
+    rank_documents: int = Field(2, ge=0, le=20)
+    """Best documents (by their best first-stage page) whose every page is also a candidate."""
+    rank_document_pages: int = Field(400, ge=1, le=5000)
+    """At most this many pages (the first) of each of those documents."""
 
 
 class ApiConfig(BaseModel):

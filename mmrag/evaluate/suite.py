@@ -8,6 +8,11 @@ A suite lives in a folder (``eval/suites/<name>/``) holding ``suite.yaml`` (or
 - ``beir``: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``,
   ``qrels/test.tsv``); each corpus record is rendered to a one-document PDF
   named ``<_id>.pdf`` for ingest, and judged at document level.
+- ``financebench``: FinanceBench's own question file (``queries``, relative to ``corpus``:
+  ``financebench_id``, ``question``, ``doc_name``, ``evidence[].evidence_page_num`` 0-based) over
+  a folder of its PDFs (``include``); judged like ``pdf-qrels`` with ``judge: document`` (each
+  evidence page judges its document, and its page in ``page_metrics``). The questions stay where
+  their authors' licence put them: nothing is copied into the suite.
 
 Optionally a page-level QA file (``qa.jsonl``: ``id``, ``question``,
 ``answers``, ``evidence: [{"document", "page"}]``) drives the answer metrics.
@@ -44,8 +49,13 @@ DOCUMENT_SUFFIXES = tuple(EXTENSIONS)  # every kind ingestion accepts (mmrag.ing
 class DatasetSpec(BaseModel):
     """Where the documents, queries and judgments are."""
 
-    format: Literal["pdf-qrels", "beir"] = "pdf-qrels"
-    """``pdf-qrels`` (documents + qrels keyed ``filename#page``) or ``beir``."""
+    format: Literal["pdf-qrels", "beir", "financebench"] = "pdf-qrels"
+    """``pdf-qrels`` (documents + qrels keyed ``filename#page``), ``beir`` or ``financebench``."""
+
+    @property
+    def documents_folder(self) -> bool:
+        """The documents are files under ``corpus`` picked by ``include`` (every format but ``beir``)."""
+        return self.format != "beir"
     corpus: str
     """Folder of documents (pdf-qrels) or the BEIR folder. Relative: to the repository root."""
     include: list[str] = Field(default_factory=lambda: ["**/*"])
@@ -265,9 +275,12 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         corpus / "queries.jsonl" if ds.format == "beir" and ds.queries == "queries.jsonl" else folder / ds.queries
     )
     qrels_path = corpus / "qrels" / "test.tsv" if ds.format == "beir" and ds.qrels == "qrels.tsv" else folder / ds.qrels
-    qrels = load_qrels(qrels_path)
+    if ds.format == "financebench":
+        queries, qrels = load_financebench(corpus / ds.queries)
+    else:
+        queries, qrels = load_queries(queries_path), load_qrels(qrels_path)
     page_qrels: dict[str, dict[str, int]] = {}
-    if ds.format == "pdf-qrels" and ds.judge == "document":
+    if ds.documents_folder and ds.judge == "document":
         qrels, page_qrels = split_page_judgments(qrels)
         qrels = expand_document_patterns(qrels, [p.name for p in list_documents(corpus, ds.include)], spec.name)
     suite = Suite(
@@ -275,13 +288,13 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         path=folder,
         corpus_dir=corpus,
         variant=variant,
-        queries=load_queries(queries_path),
+        queries=queries,
         qrels=qrels,
         qa=load_qa(folder / ds.qa) if ds.qa else [],
         page_qrels=page_qrels,
     )
     check_suite(suite)
-    if ds.format == "pdf-qrels" and ds.file_names != "original":
+    if ds.documents_folder and ds.file_names != "original":
         rename_documents(suite)
     return select_split(suite, ds.split) if ds.split else suite
 
@@ -336,6 +349,22 @@ def load_queries(path: Path) -> list[Query]:
     return queries
 
 
+def load_financebench(path: Path) -> tuple[list[Query], dict[str, dict[str, int]]]:
+    """Queries and page judgments from FinanceBench's question file: each evidence page
+    (``evidence_page_num``, 0-based) of the question's ``doc_name`` is judged 1 (``file.pdf#page``, 1-based)."""
+    queries: list[Query] = []
+    qrels: dict[str, dict[str, int]] = {}
+    for row in _read_jsonl(path):
+        qid, text, doc = str(row.get("financebench_id", "")), str(row.get("question", "")), row.get("doc_name")
+        if not qid or not text or not doc:
+            raise InvalidInput(f"{path.name}: every question needs financebench_id, question and doc_name")
+        tags = [f"kind:{row['question_type']}"] if row.get("question_type") else []
+        queries.append(Query(id=qid, text=text, tags=[*tags, f"company:{str(row.get('company', '')).lower()}"]))
+        pages = {int(e["evidence_page_num"]) + 1 for e in row.get("evidence") or [] if "evidence_page_num" in e}
+        qrels[qid] = {f"{doc}.pdf#{p}": 1 for p in sorted(pages)} or {f"{doc}.pdf": 1}
+    return queries, qrels
+
+
 def load_qa(path: Path) -> list[QAItem]:
     """Page-level QA items; evidence is a list of ``{"document", "page"}`` (or ``"file#page"``)."""
     items: list[QAItem] = []
@@ -367,7 +396,7 @@ def check_suite(suite: Suite) -> None:
     unknown = sorted(set(suite.qrels) - ids)
     if unknown:
         raise InvalidInput(f"suite {suite.name}: qrels name unknown queries {unknown[:5]}")
-    if suite.spec.dataset.format != "pdf-qrels":
+    if not suite.spec.dataset.documents_folder:
         return
     pages = page_counts(list_documents(suite.corpus_dir, suite.spec.dataset.include))
     keys = [doc for judged in suite.qrels.values() for doc in judged] + [e for qa in suite.qa for e in qa.evidence]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,16 +19,20 @@ from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
 from mmrag.errors import InvalidInput
 from mmrag.imaging import decode_query_image
+from mmrag.retrieve.candidates import CandidateDepth, gather_candidates
 from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
+from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
+from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
+RANKER_FILE = "page_ranker.txt"  # a corpus's own ranker, in its folder (mmrag rank train --corpus)
 TIE_MARGIN = 8  # extra candidates fetched so that ties at the cut-off are broken the same way everywhere
 KINDS = tuple(k.value for k in EvidenceKind)
 
@@ -129,6 +135,40 @@ class Retriever:
 
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         t0 = time.perf_counter()
+        spaces, names, query, fit, node = self.prepare(corpus, request)
+        t1 = time.perf_counter()
+        ranker = self.ranker(corpus, query, node)
+        contributions: dict[str, dict[str, float]] = {}
+        factors: dict[str, float] = {}
+        if ranker is not None:
+            candidates, by_page = self.candidates(corpus, spaces, names, query, fit, node, request)
+            rows = feature_matrix(query.text, candidates)
+            scores = ranker.score(rows)
+            hits = order_hits([replace(by_page[c.page_id], score=float(s)) for c, s in zip(candidates, scores,
+                                                                                          strict=True)],
+                              request.top_k)
+            hits = self.with_text_vectors(corpus, spaces, names, query, hits)
+            if request.explain:
+                contributions = explain_ranker(ranker, candidates, rows, {h.payload["page_id"] for h in hits})
+        else:
+            hits, factors = self.prior_ranked(corpus, names, query, node, request)
+        t2 = time.perf_counter()
+        evidence = merge_duplicates(self.hydrate(corpus, hits, query))
+        if request.explain:
+            self.explain(corpus, spaces, evidence, query, names, request)
+            for ev in evidence:
+                if ev.page_id in factors:
+                    ev.scores["page_prior"] = round(factors[ev.page_id], 4)  # the factor, not a stage's score
+                for feature, value in contributions.get(ev.page_id, {}).items():
+                    ev.scores[f"ranker.{feature}"] = value
+        t3 = time.perf_counter()
+        return SearchResult(evidence=evidence, timings={"plan": t1 - t0, "query": t2 - t1, "hydrate": t3 - t2,
+                                                        "total": t3 - t0})
+
+    def prepare(self, corpus: str, request: SearchRequest
+                ) -> tuple[dict[str, Space], list[str], QueryInput, Mapping[str, float], QueryNode]:
+        """Validate ``request``, embed its query and build its first-stage plan: (spaces, names used,
+        query, each document's fit, plan)."""
         corpus_config = self.catalog.corpus_config(corpus)
         names = self.validate(corpus_config, request)
         spaces = self.corpus_spaces(corpus_config)
@@ -139,7 +179,45 @@ class Retriever:
             documents = self.documents.get(corpus)
             fit = documents.match(query.text).fit
         node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
-        t1 = time.perf_counter()
+        return spaces, names, query, fit, node
+
+    def ranker(self, corpus: str, query: QueryInput, node: QueryNode) -> PageRanker | None:
+        """The learned ranker of a text query (the corpus's own model where it has one, else
+        ``MMRAG_RETRIEVE__RANKER``); None when it is off, for an image alone and after a MaxSim rerank
+        (which orders by MaxSim alone)."""
+        if not query.text or node.using is not None or self.config.ranker == "off":
+            return None
+        own = self.catalog.corpus_dir(corpus) / RANKER_FILE
+        if own.is_file():
+            return load_ranker(own)
+        return load_ranker(SHIPPED if self.config.ranker == "shipped" else Path(self.config.ranker))
+
+    def candidates(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
+                   fit: Mapping[str, float], node: QueryNode, request: SearchRequest
+                   ) -> tuple[list[CandidatePage], dict[str, Hit]]:
+        """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`)."""
+        c = self.config
+        depth = CandidateDepth(max(request.top_k, c.rank_depth), c.rank_documents, c.rank_document_pages)
+        node.limit = depth.first_stage + TIE_MARGIN
+        first = order_hits(self.store.query(corpus, node), depth.first_stage)
+        return gather_candidates(self.store, self.catalog, corpus, spaces, names, query, request_filter(request),
+                                 first, fit, depth)
+
+    def with_text_vectors(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
+                          hits: list[Hit]) -> list[Hit]:
+        """``hits`` with their pages' text vectors (the snippet picks the best chunk by them)."""
+        if "text" not in names or not hits:
+            return hits
+        ids = [h.payload["page_id"] for h in hits]
+        node = spaces["text"].prefetch(query, len(ids), FilterSpec(match={"page_id": ids}))
+        if node is None:
+            return hits
+        vectors = {h.payload["page_id"]: h.vectors for h in self.store.query(corpus, node, with_vectors=["text"])}
+        return [replace(h, vectors=vectors.get(h.payload["page_id"], h.vectors)) for h in hits]
+
+    def prior_ranked(self, corpus: str, names: list[str], query: QueryInput, node: QueryNode,
+                     request: SearchRequest) -> tuple[list[Hit], dict[str, float]]:
+        """The first stage's best ``top_k`` with the hand-set page prior (``MMRAG_RETRIEVE__RANKER=off``)."""
         with_vectors = ["text"] if "text" in names and query.text else None
         prior = self.page_prior(query, node)
         fetch = max(request.top_k, prior.depth if prior.on else 0)
@@ -153,17 +231,7 @@ class Retriever:
                 if prior.title_weight > 0 else {}
             factors = page_factors(hits, {k: v.split() for k, v in texts.items()}, query.text, prior, counts)
             hits = reprioritise(hits, factors, prior.depth)
-        hits = hits[:request.top_k]
-        t2 = time.perf_counter()
-        evidence = merge_duplicates(self.hydrate(corpus, hits, query))
-        if request.explain:
-            self.explain(corpus, spaces, evidence, query, names, request)
-            for ev in evidence:
-                if ev.page_id in factors:
-                    ev.scores["page_prior"] = round(factors[ev.page_id], 4)  # the factor, not a stage's score
-        t3 = time.perf_counter()
-        return SearchResult(evidence=evidence, timings={"plan": t1 - t0, "query": t2 - t1, "hydrate": t3 - t2,
-                                                        "total": t3 - t0})
+        return hits[:request.top_k], factors
 
     def page_prior(self, query: QueryInput, node: QueryNode) -> PagePrior:
         """The page's own prior of a text query (:mod:`mmrag.retrieve.page_prior`); off for an image alone
@@ -207,6 +275,18 @@ class Retriever:
                 full = QueryNode(limit=max(len(ids), 1), using=using, vector=vector,
                                  filter=_only_pages(flt, ids))
                 annotate(evidence, f"{name}_maxsim", rank_table(self.store.query(corpus, full)))
+
+
+def explain_ranker(ranker: PageRanker, candidates: list[CandidatePage], rows: np.ndarray,
+                   page_ids: set[str]) -> dict[str, dict[str, float]]:
+    """page id -> each feature's contribution to its ranker score (and ``bias``), for ``page_ids``."""
+    keep = [i for i, c in enumerate(candidates) if c.page_id in page_ids]
+    if not keep:
+        return {}
+    contrib = ranker.contributions(rows[keep])
+    return {candidates[i].page_id: {name: round(float(v), 4) for name, v in zip((*FEATURES, "bias"), row,
+                                                                                strict=True)}
+            for i, row in zip(keep, contrib, strict=True)}
 
 
 def _only_pages(flt: FilterSpec | None, page_ids: list[str]) -> FilterSpec:

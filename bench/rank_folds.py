@@ -1,0 +1,162 @@
+"""The learned page ranker, leave one company out (issue 27): page nDCG@5, Recall@5 and the share of
+questions whose judged page is outside the top 10, by today's order without the ranker (the first stage
+with the hand-set page prior: ``MMRAG_RETRIEVE__RANKER=off``) and by a ranker trained on every *other*
+company (or document family) of the training suites; candidate recall of the first stage alone and with
+the pages of its best documents; the ranker's cost per query. ``--check`` suites (written by others,
+never trained on) are scored once by the ranker trained on every training question.
+
+Each suite is read from a data folder where ``mmrag eval run`` ingested it (``SUITE@DATA_DIR``)::
+
+    python -m bench.rank_folds --suite eval/suites/filings-lean@/tmp/lean \\
+        --suite eval/suites/docling@/tmp/docling --check eval/suites/financebench-dev@/tmp/fb
+
+Quality is deterministic (no rounds); intervals are 95 % bootstrap over questions, differences paired.
+``--latency N`` times N rounds of every training question's search with the ranker and without,
+alternated (ABBA), and prints the ranker's own share (candidates + features + model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench._stats import Estimate, interval, machine_line, mean_stat, result_line
+from bench._suite_data import open_search_pipeline
+from mmrag.evaluate.rank_data import (
+    QuestionRows,
+    QuestionScore,
+    collect_questions,
+    cross_validate,
+    score_questions,
+    stack,
+)
+from mmrag.evaluate.suite import load_suite
+from mmrag.retrieve.ranker import train_ranker
+from mmrag.types import SearchRequest
+
+
+def suite_arg(text: str) -> tuple[str, Path]:
+    suite, sep, data = text.partition("@")
+    if not sep:
+        raise SystemExit(f"{text!r}: give SUITE@DATA_DIR")
+    return suite, Path(data)
+
+
+def collect(spec: str) -> list[QuestionRows]:
+    suite_path, data_dir = suite_arg(spec)
+    suite = load_suite(suite_path)
+    _, pipeline = open_search_pipeline(data_dir)
+    try:
+        return collect_questions(pipeline.retriever, suite)
+    finally:
+        pipeline.close()
+
+
+def mean(values: Sequence[float]) -> Estimate:
+    return interval(values, mean_stat)
+
+
+def summary(scores: Sequence[QuestionScore], label: str) -> dict[str, Estimate]:
+    base = [s.baseline["ndcg@5"] for s in scores]
+    ranked = [s.ranked["ndcg@5"] for s in scores]
+    out = {f"{label}_ndcg5": mean(ranked), f"{label}_ndcg5_base": mean(base),
+           f"{label}_delta": mean([r - b for r, b in zip(ranked, base, strict=True)]),
+           f"{label}_recall5": mean([s.ranked["recall@5"] for s in scores]),
+           f"{label}_recall5_base": mean([s.baseline["recall@5"] for s in scores]),
+           f"{label}_outside10": mean([s.ranked["outside10"] for s in scores]),
+           f"{label}_outside10_base": mean([s.baseline["outside10"] for s in scores]),
+           f"{label}_candidates": mean([s.candidate_recall for s in scores])}
+    return out
+
+
+def fold_table(scores: Sequence[QuestionScore]) -> None:
+    by_fold: dict[str, list[QuestionScore]] = defaultdict(list)
+    for s in scores:
+        by_fold[f"{s.suite}/{s.fold}"].append(s)
+    print(f"{'fold':40} {'n':>3} {'base':>6} {'ranker':>6} {'delta (95% CI)':>22} {'cand':>5}")
+    for fold, rows in sorted(by_fold.items()):
+        base = [r.baseline["ndcg@5"] for r in rows]
+        ranked = [r.ranked["ndcg@5"] for r in rows]
+        d = mean([a - b for a, b in zip(ranked, base, strict=True)])
+        print(f"{fold:40} {len(rows):>3} {np.mean(base):6.3f} {np.mean(ranked):6.3f} "
+              f"{d.value:+7.3f} ({d.lo:+.3f}..{d.hi:+.3f}) {np.mean([r.candidate_recall for r in rows]):5.2f}")
+
+
+def candidate_recall(questions: Sequence[QuestionRows]) -> None:
+    """Share of questions with a judged page among the first stage's candidates, and with the added pages."""
+    first = [float(any(q.judged.get(k, 0) > 0 for k, f in zip(q.keys, q.first, strict=True) if f))
+             for q in questions]
+    full = [float(any(q.judged.get(k, 0) > 0 for k in q.keys)) for q in questions]
+    sizes = [len(q.keys) for q in questions]
+    print(f"candidate recall: first stage {np.mean(first):.3f}, with the best documents' pages {np.mean(full):.3f} "
+          f"(candidates per question: median {np.median(sizes):.0f}, max {max(sizes)})")
+
+
+def latency(specs: Sequence[str], rounds: int, model_path: Path) -> dict[str, Estimate]:
+    """Search seconds per question with the ranker (model_path) and without, alternated over rounds."""
+    on: list[float] = []
+    off: list[float] = []
+    for spec in specs:
+        suite_path, data_dir = suite_arg(spec)
+        suite = load_suite(suite_path)
+        _, pipeline = open_search_pipeline(data_dir)
+        retriever = pipeline.retriever
+        arms = {"on": retriever.config.model_copy(update={"ranker": str(model_path)}),
+                "off": retriever.config.model_copy(update={"ranker": "off"})}
+        try:
+            for r in range(rounds):
+                for name in ("on", "off") if r % 2 == 0 else ("off", "on"):
+                    retriever.config = arms[name]
+                    for q in suite.queries:
+                        t = time.perf_counter()
+                        pipeline.search(suite.corpus_name, SearchRequest(query=q.text, top_k=10))
+                        (on if name == "on" else off).append(time.perf_counter() - t)
+        finally:
+            pipeline.close()
+    p50_on, p50_off = float(np.median(on)), float(np.median(off))
+    print(f"search p50: ranker {p50_on * 1000:.1f} ms, without {p50_off * 1000:.1f} ms "
+          f"(p99 {np.percentile(on, 99) * 1000:.1f} / {np.percentile(off, 99) * 1000:.1f} ms; {len(on)} searches)")
+    return {"p50_ratio": interval([p50_on / p50_off], mean_stat),
+            "p50_on_ms": interval([p50_on * 1000], mean_stat), "p50_off_ms": interval([p50_off * 1000], mean_stat)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", action="append", required=True, help="training suite SUITE@DATA_DIR (repeatable)")
+    ap.add_argument("--check", action="append", default=[], help="suite scored once, never trained on")
+    ap.add_argument("--latency", type=int, default=0, help="rounds of the search latency comparison (0: none)")
+    ap.add_argument("--model-out", type=Path, default=None, help="also save the model trained on every question")
+    args = ap.parse_args()
+    print(machine_line())
+    questions = [q for spec in args.suite for q in collect(spec)]
+    print(f"{len(questions)} judged questions, {len({q.fold for q in questions})} folds")
+    candidate_recall(questions)
+    scores = cross_validate(questions)
+    fold_table(scores)
+    values: dict[str, Estimate | float | int | str] = {}
+    for suite in sorted({s.suite for s in scores}):
+        values.update(summary([s for s in scores if s.suite == suite], suite.replace("-", "_")))
+    full = train_ranker(*stack(questions))
+    if args.model_out:
+        full.save(args.model_out)
+    for spec in args.check:
+        checked = collect(spec)
+        candidate_recall(checked)
+        got = score_questions(checked, [full.score(q.rows) for q in checked])
+        fold_table(got)
+        values.update(summary(got, "check_" + got[0].suite.replace("-", "_")))
+    if args.latency and args.model_out:
+        values.update(latency(args.suite, args.latency, args.model_out))
+    for name, v in values.items():
+        if isinstance(v, Estimate):
+            print(f"{name:32} {v.value:.3f} ({v.lo:.3f}..{v.hi:.3f})")
+    print(result_line(values))
+
+
+if __name__ == "__main__":
+    main()

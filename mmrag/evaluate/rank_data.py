@@ -1,0 +1,151 @@
+"""Training and evaluation data of the learned page ranker, from a suite with page judgments.
+
+For every judged question the retriever's own candidates and feature rows are collected
+(:meth:`mmrag.retrieve.search.Retriever.candidates` and
+:func:`mmrag.retrieve.rank_features.feature_matrix`: the code a search runs), labelled with the
+question's page judgments (0 for a page nobody judged). Each question belongs to a *fold*: its
+company (a ``company:<name>`` tag) or, where questions carry none, its judged document's family (the
+document's file name without extension), so that a ranker is always scored on companies or
+documents it was not trained on (:func:`fold_split`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mmrag.evaluate.suite import Query, Suite
+from mmrag.retrieve.rank_features import FEATURES, feature_matrix
+from mmrag.retrieve.search import Retriever
+from mmrag.types import SearchRequest
+
+
+@dataclass(slots=True)
+class QuestionRows:
+    """One judged question's candidates."""
+
+    query_id: str
+    fold: str  # company or document family
+    suite: str
+    rows: np.ndarray  # (candidates, len(FEATURES))
+    labels: np.ndarray  # (candidates,) graded relevance, 0 unjudged
+    keys: list[str]  # ``file.pdf#page`` per candidate
+    first: np.ndarray  # (candidates,) bool: in the fused first stage (else added as a page of a top document)
+    baseline: list[str]  # page keys in the order of today's default without the ranker (first 100)
+    judged: dict[str, int] = field(default_factory=dict)  # every judged page (some may not be candidates)
+
+
+def page_judgments(suite: Suite, query_id: str) -> dict[str, int]:
+    """``file.pdf#page`` -> grade for one question (a document suite's page judgments, else its qrels)."""
+    if suite.spec.dataset.judge == "document":
+        return dict(suite.page_qrels.get(query_id, {}))
+    return {k: v for k, v in suite.qrels.get(query_id, {}).items() if "#" in k}
+
+
+def question_fold(query: Query, judged: Mapping[str, int]) -> str:
+    """The question's company tag, else the family of its best-judged document."""
+    for tag in query.tags:
+        if tag.startswith("company:") and tag != "company:":
+            return tag.removeprefix("company:")
+    best = max(judged.items(), key=lambda kv: (kv[1], kv[0]))[0] if judged else query.id
+    return Path(best.partition("#")[0]).stem.lower()
+
+
+def collect_questions(retriever: Retriever, suite: Suite, corpus: str | None = None,
+                      spaces: list[str] | None = None) -> list[QuestionRows]:
+    """The candidates, feature rows and labels of every question of ``suite`` with page judgments,
+    searched in ``corpus`` (default: the suite's eval corpus)."""
+    corpus = corpus or suite.corpus_name
+    out = []
+    for query in suite.queries:
+        judged = page_judgments(suite, query.id)
+        if not judged:
+            continue
+        request = SearchRequest(query=query.text, top_k=100, spaces=spaces or suite.spec.pipeline.spaces)
+        space_map, names, qin, fit, node = retriever.prepare(corpus, request)
+        candidates, hits = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
+        keys = [f"{Path(hits[c.page_id].payload['filename']).name}#{c.page}" for c in candidates]
+        _, names, qin, _, node = retriever.prepare(corpus, request)  # a fresh plan: candidates() set its limit
+        baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"
+                    for h in retriever.prior_ranked(corpus, names, qin, node, request)[0]]
+        out.append(QuestionRows(
+            query_id=query.id, fold=question_fold(query, judged), suite=suite.name,
+            rows=feature_matrix(qin.text, candidates),
+            labels=np.asarray([judged.get(k, 0) for k in keys], dtype=np.float32), keys=keys,
+            first=np.asarray([c.fused_rank is not None for c in candidates], dtype=bool),
+            baseline=baseline, judged=judged,
+        ))
+    return out
+
+
+def stack(questions: Sequence[QuestionRows]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Rows, labels and group sizes of ``questions`` (in order) for :func:`mmrag.retrieve.ranker.train_ranker`."""
+    if not questions:
+        return np.zeros((0, len(FEATURES)), dtype=np.float32), np.zeros(0, dtype=np.float32), []
+    rows = np.concatenate([q.rows for q in questions])
+    labels = np.concatenate([q.labels for q in questions])
+    return rows, labels, [len(q.keys) for q in questions]
+
+
+def ranked_keys(question: QuestionRows, scores: np.ndarray) -> list[str]:
+    """The question's candidate keys by ``scores`` (best first; ties by key, as the search orders page ids)."""
+    order = sorted(range(len(question.keys)), key=lambda i: (-round(float(scores[i]), 6), question.keys[i]))
+    return [question.keys[i] for i in order]
+
+
+def fold_split(questions: Iterable[QuestionRows], held_out: str) -> tuple[list[QuestionRows], list[QuestionRows]]:
+    """(training questions: every other fold, test questions: ``held_out``)."""
+    train: list[QuestionRows] = []
+    test: list[QuestionRows] = []
+    for q in questions:
+        (test if q.fold == held_out else train).append(q)
+    return train, test
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionScore:
+    """One question scored by today's order and by a ranker that never saw its fold."""
+
+    query_id: str
+    fold: str
+    suite: str
+    baseline: dict[str, float]  # ndcg@5, recall@5, recall@10, outside10 (1: no judged page in the top 10)
+    ranked: dict[str, float]
+    candidate_recall: float  # 1 when a judged page is among the candidates
+
+
+def page_metrics(ranking: Sequence[str], judged: Mapping[str, int]) -> dict[str, float]:
+    """Page nDCG@5, Recall@5, Recall@10 and whether no judged page is in the top 10."""
+    from mmrag.evaluate.metrics import query_metrics
+
+    got = query_metrics(list(ranking), dict(judged), ["ndcg", "recall"], [5, 10])
+    top10 = set(ranking[:10])
+    return {"ndcg@5": got["ndcg@5"], "recall@5": got["recall@5"], "recall@10": got["recall@10"],
+            "outside10": float(not any(k in top10 for k, g in judged.items() if g > 0))}
+
+
+def score_questions(questions: Sequence[QuestionRows], scores: Sequence[np.ndarray]) -> list[QuestionScore]:
+    """Each question's metrics by its baseline order and by ``scores`` (one array per question)."""
+    return [QuestionScore(q.query_id, q.fold, q.suite, page_metrics(q.baseline, q.judged),
+                          page_metrics(ranked_keys(q, s), q.judged),
+                          float(any(q.judged.get(k, 0) > 0 for k in q.keys)))
+            for q, s in zip(questions, scores, strict=True)]
+
+
+def cross_validate(questions: Sequence[QuestionRows], trainable: Sequence[QuestionRows] | None = None,
+                   **train_options: object) -> list[QuestionScore]:
+    """Leave one fold out: each fold of ``questions`` scored by a ranker trained on every other fold of
+    ``trainable`` (default ``questions``)."""
+    from mmrag.retrieve.ranker import train_ranker
+
+    pool = list(trainable if trainable is not None else questions)
+    out: list[QuestionScore] = []
+    for fold in sorted({q.fold for q in questions}):
+        train = [q for q in pool if q.fold != fold]
+        test = [q for q in questions if q.fold == fold]
+        ranker = train_ranker(*stack(train), **train_options)  # type: ignore[arg-type]
+        out.extend(score_questions(test, [ranker.score(q.rows) for q in test]))
+    return out

@@ -1,0 +1,194 @@
+"""The learned ranker's features: one function (:func:`feature_matrix`) turns a query and its candidate
+pages into the rows the ranker scores, at training time and at search time alike.
+
+A candidate carries what the stages already know of it (:class:`CandidatePage`): its rank in the fused
+first stage, each space's own score over the whole candidate set (dense chunk MaxSim, BM25 over the
+page), its document's match with the query (the document stage's evidence score, the fit to the
+organisation/period/form the query names) and the page's stored text. The features are read from
+those, with nothing about any one corpus:
+
+- the spaces: scores and ranks among the candidates (relative to the best candidate, so queries of
+  different lengths compare);
+- the document: its evidence match, its fit, its rank among the candidates' documents;
+- the page: share of figures, whether its title region (first :data:`HEAD_WORDS` words) holds the
+  query's terms, whether it is a primary financial statement and which, whether it is a note,
+  its position in the document, the document's length, the page's length;
+- the query: whether it asks for an amount, names a statement (or a line item that lives on one),
+  names a note, and how many terms it has; crossed with the page where they meet.
+
+Statement titles and line items are the vocabulary of financial reporting in general (US GAAP and
+IFRS titles, the common line items), not of any corpus's documents.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mmrag.retrieve.page_prior import figure_share
+from mmrag.spaces.bm25 import bm25_term_counts
+
+HEAD_WORDS = 25  # a page's title region (a statement's, a note's or a section's title)
+STATEMENT_HEAD_WORDS = 40  # where a statement's title stands (after "Table of Contents", the company name)
+
+_STATEMENT_TITLES: dict[str, re.Pattern[str]] = {
+    "income": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?(?:income|operations|earnings)(?!\s+tax)"
+                         r"|income\s+statements?|statements?\s+of\s+profit\s+(?:or|and)\s+loss", re.I),
+    "comprehensive": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?comprehensive\s+(?:income|loss)", re.I),
+    "balance": re.compile(r"balance\s+sheets?|statements?\s+of\s+(?:consolidated\s+)?financial\s+"
+                          r"(?:position|condition)", re.I),
+    "cash": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?cash\s+flows?|cash\s+flows?\s+statements?", re.I),
+    "equity": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?(?:changes\s+in\s+)?(?:\w+['’]?\s+)?"
+                         r"(?:equity|deficit)", re.I),
+}
+"""Primary financial statements by their titles (a page's head) and by how questions name them."""
+_QUERY_STATEMENTS: dict[str, re.Pattern[str]] = {
+    **_STATEMENT_TITLES,
+    "income": re.compile(_STATEMENT_TITLES["income"].pattern + r"|\bp\s*&\s*l\b|profit\s+and\s+loss", re.I),
+    "cash": re.compile(_STATEMENT_TITLES["cash"].pattern + r"|cash\s+flow\s+statement", re.I),
+}
+_LINE_ITEMS: dict[str, re.Pattern[str]] = {
+    "income": re.compile(r"\b(?:revenues?|net\s+sales|cost\s+of\s+(?:goods\s+sold|sales|revenues?)|cogs|gross\s+"
+                         r"(?:profit|margin)|operating\s+(?:income|profit|margin|expenses)|net\s+(?:income|earnings"
+                         r"|loss)|earnings\s+per\s+share|eps|ebit(?:da)?|selling,?\s+general|sg&a|research\s+and\s+"
+                         r"development|interest\s+expense|income\s+tax(?:es)?\s+expense|provision\s+for\s+income)\b",
+                         re.I),
+    "balance": re.compile(r"\b(?:inventor(?:y|ies)|total\s+assets|total\s+liabilities|current\s+(?:assets|"
+                          r"liabilities)|accounts\s+(?:receivable|payable)|receivables|payables|goodwill|"
+                          r"(?:long-term|total)\s+debt|shareholders['’]?\s+equity|stockholders['’]?\s+equity|"
+                          r"property,?\s+plant\s+and\s+equipment,?\s+net|working\s+capital|"
+                          r"cash\s+and\s+cash\s+equivalents)\b", re.I),
+    "cash": re.compile(r"\b(?:capital\s+expenditures?|capex|purchases?\s+of\s+property|dividends?\s+paid|"
+                       r"(?:paid|pay|payments?\s+of)\s+dividends|depreciation\s+and\s+amortization|cash\s+"
+                       r"(?:provided|used|generated|from)\s+(?:by|in|from)?\s*operat\w*|operating\s+cash\s+flow|"
+                       r"free\s+cash\s+flow|repurchases?\s+of\s+(?:common\s+)?(?:stock|shares)|buybacks?)\b", re.I),
+}
+"""Line items and the statement they are read from (a question naming one points to that statement)."""
+_NOTE_HEAD = re.compile(r"\bnote\s+\d{1,2}\b|^\s*\d{1,2}\.\s+[A-Z]", re.I)
+_NOTE_QUERY = re.compile(r"\b(?:foot)?notes?\b", re.I)
+_AMOUNT_QUERY = re.compile(r"\b(?:how\s+much|how\s+many|what\s+(?:was|were|is|are)\s+(?:the\s+)?(?:total|amount|"
+                           r"net|value)|amount|total|in\s+(?:usd|\$)\s*(?:millions|billions|thousands)?|ratio|"
+                           r"margin|percent(?:age)?|%|usd|\$)", re.I)
+
+FEATURES: tuple[str, ...] = (
+    "fused", "fused_rank", "dense", "dense_gap", "dense_rank", "bm25", "bm25_rank",
+    "doc_match", "doc_fit", "doc_rank",
+    "figures", "title", "is_statement", "statement_kinds", "named_statement", "implied_statement",
+    "is_note", "note_asked", "position", "doc_pages", "words", "section",
+    "query_amount", "query_statement", "query_terms",
+)
+"""Column names of :func:`feature_matrix`, in order (the model file records them; a mismatch refuses it)."""
+
+
+@dataclass(slots=True)
+class CandidatePage:
+    """What the stages know of one candidate page."""
+
+    page_id: str
+    document_id: str
+    page: int  # 1-based page number
+    fused_rank: int | None  # 0-based rank in the fused first stage; None: added as a page of a top document
+    fused: float = 0.0  # first-stage score (0 when not there)
+    scores: dict[str, float] = field(default_factory=dict)  # space -> its own score over the candidate set
+    doc_match: float = 0.0  # the document stage's evidence score of its document (0: none)
+    doc_fit: float = 0.0  # its document's fit to what the query names (0: none named or not met)
+    doc_rank: int = 0  # rank of its document among the candidates' documents (by best first-stage rank)
+    doc_pages: int = 1  # pages of its document
+    text: str = ""  # the page's words in reading order
+    section: Sequence[str] = ()  # its section path
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTraits:
+    """What the features read of the query once."""
+
+    terms: Mapping[int, int]  # BM25 terms (the BM25 space's tokenizer)
+    statements: frozenset[str]  # statements it names
+    implied: frozenset[str]  # statements its line items live on
+    amount: bool  # asks for an amount, a ratio or a count
+    note: bool  # names a note
+
+
+def query_traits(text: str) -> QueryTraits:
+    return QueryTraits(
+        terms=bm25_term_counts(text),
+        statements=frozenset(k for k, p in _QUERY_STATEMENTS.items() if p.search(text)),
+        implied=frozenset(k for k, p in _LINE_ITEMS.items() if p.search(text)),
+        amount=bool(_AMOUNT_QUERY.search(text)),
+        note=bool(_NOTE_QUERY.search(text)),
+    )
+
+
+def statement_kinds(head: str) -> frozenset[str]:
+    """The primary statements whose titles stand in ``head`` (a page's first words)."""
+    kinds = {k for k, p in _STATEMENT_TITLES.items() if p.search(head)}
+    if "comprehensive" in kinds and "income" in kinds and not re.search(r"statements?\s+of\s+(?:consolidated\s+)?"
+                                                                        r"(?:income|operations|earnings)", head, re.I):
+        kinds.discard("income")  # "Statements of Comprehensive Income" alone
+    return frozenset(kinds)
+
+
+def term_share(terms: Mapping[int, int], text: str) -> float:
+    """Share of the query's distinct terms that occur in ``text``."""
+    if not terms or not text.strip():
+        return 0.0
+    found = bm25_term_counts(text)
+    return sum(1 for t in terms if t in found) / len(terms)
+
+
+def _log_rank(rank: int | None, absent: int) -> float:
+    return math.log2(2 + (absent if rank is None else rank))
+
+
+def _ranks(values: Mapping[str, float]) -> dict[str, int]:
+    return {k: i for i, (k, _) in enumerate(sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
+def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarray:
+    """(len(candidates), len(FEATURES)) float32: one row per candidate, columns :data:`FEATURES`."""
+    traits = query_traits(query)
+    n = len(candidates)
+    absent = 2 * max(n, 1)
+    space_ranks = {s: _ranks({c.page_id: c.scores[s] for c in candidates if s in c.scores})
+                   for s in ("text", "bm25")}
+    best_dense = max((c.scores.get("text", 0.0) for c in candidates), default=0.0)
+    best_bm25 = max((c.scores.get("bm25", 0.0) for c in candidates), default=0.0)
+    best_fused = max((c.fused for c in candidates), default=0.0)
+    rows = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    for i, c in enumerate(candidates):
+        words = c.text.split()
+        head = " ".join(words[:STATEMENT_HEAD_WORDS])
+        kinds = statement_kinds(head)
+        dense = c.scores.get("text")
+        rows[i] = (
+            c.fused / best_fused if best_fused > 0 else 0.0,
+            _log_rank(c.fused_rank, absent),
+            dense if dense is not None else 0.0,
+            best_dense - dense if dense is not None else 1.0,
+            _log_rank(space_ranks["text"].get(c.page_id), absent),
+            c.scores.get("bm25", 0.0) / best_bm25 if best_bm25 > 0 else 0.0,
+            _log_rank(space_ranks["bm25"].get(c.page_id), absent),
+            c.doc_match,
+            c.doc_fit,
+            float(c.doc_rank),
+            figure_share(words),
+            term_share(traits.terms, " ".join(words[:HEAD_WORDS])),
+            float(bool(kinds)),
+            float(len(kinds)),
+            float(bool(kinds & traits.statements)),
+            float(bool(kinds & traits.implied)),
+            float(bool(_NOTE_HEAD.search(" ".join(words[:HEAD_WORDS])))),
+            float(traits.note),
+            (c.page - 1) / max(c.doc_pages - 1, 1),
+            math.log2(max(c.doc_pages, 1)),
+            math.log2(1 + len(words)),
+            term_share(traits.terms, " ".join(c.section)),
+            float(traits.amount),
+            float(bool(traits.statements or traits.implied)),
+            math.log2(1 + len(traits.terms)),
+        )
+    return rows

@@ -1,0 +1,58 @@
+"""``mmrag rank train``: a user's own suite over their own corpus trains that corpus's ranker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pymupdf
+from typer.testing import CliRunner
+
+from cli import app
+from mmrag.retrieve.ranker import load_ranker
+from mmrag.retrieve.search import RANKER_FILE
+
+TOPICS = ["revenue by segment", "cash dividends paid", "long-term debt maturities", "employees by region"]
+
+
+def company_report(name: str) -> bytes:
+    doc = pymupdf.open()
+    for topic in TOPICS:
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 700), f"{name} discusses {topic} in prose here.")
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 700),
+                                      f"{name} table of {topic} 2021 1,234 2020 1,111 2019 987 total 3,332")
+    return doc.tobytes()
+
+
+def test_a_corpus_trains_and_installs_its_own_ranker_from_its_users_suite(tmp_path: Path, pipeline) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pipeline.corpora.create_corpus("mine")
+    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
+    for company in ("acme", "globex", "initech"):
+        (docs / f"{company}.pdf").write_bytes(company_report(company.title()))
+        pipeline.ingest.file_bytes("mine", (docs / f"{company}.pdf").read_bytes(), f"{company}.pdf")
+        for i, topic in enumerate(TOPICS):
+            qid = f"{company}-{i}"
+            queries.append({"_id": qid, "text": f"What were {company.title()}'s {topic} figures?",
+                            "tags": [f"company:{company}"]})
+            qrels.append(f"{qid}\t{company}.pdf#{2 * i + 2}\t2")
+    data_dir = pipeline.settings.data_dir
+    pipeline.close()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    (suite / "qrels.tsv").write_text("\n".join(qrels) + "\n")
+    (suite / "suite.yaml").write_text(f"name: mine\ndataset: {{corpus: {docs}}}\n")
+    out = tmp_path / "model.txt"
+    env = {"HF_HUB_OFFLINE": "1"}
+    result = CliRunner().invoke(app, ["rank", "train", str(suite), "--data-dir", str(data_dir), "--out", str(out),
+                                      "--corpus", "mine", "--force"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "leave-one-fold-out page nDCG@5" in result.output and "acme" in result.output
+    assert load_ranker(out).booster.num_trees() > 0
+    installed = data_dir / "corpora" / "mine" / RANKER_FILE
+    assert installed.is_file() and "now ranks with its own model" in result.output
+    refused = CliRunner().invoke(app, ["rank", "train", str(suite), str(suite), "--data-dir", str(data_dir),
+                                       "--corpus", "mine"], env=env)
+    assert refused.exit_code == 2 and "--corpus takes one suite" in refused.output

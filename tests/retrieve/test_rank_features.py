@@ -1,0 +1,67 @@
+"""The ranker's features: what a page and a query say, read the same way at training and at search time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix, query_traits, statement_kinds
+
+CASH_FLOWS = ("Table of Contents 3M Company and Subsidiaries Consolidated Statement of Cash Flows Years ended "
+              "December 31 (Millions) 2018 2017 2016 Net income including noncontrolling interest 5,363 4,869 "
+              "5,058 Purchases of property, plant and equipment (PP&E) (1,577) (1,373) (1,420)")
+MDNA = ("Cash flows from investing activities. Capital spending went to growth, productivity and maintenance; "
+        "the company expects capital expenditures of about 1.7 billion dollars next year across its businesses.")
+CONTENTS = ("Index to Financial Statements Consolidated Statement of Income Consolidated Statement of Comprehensive "
+            "Income Consolidated Balance Sheet Consolidated Statement of Changes in Equity Consolidated Statement "
+            "of Cash Flows Notes to Consolidated Financial Statements")
+
+
+def page(pid: str, words: str, rank: int | None, number: int, **scores: float) -> CandidatePage:
+    return CandidatePage(page_id=pid, document_id="d", page=number, fused_rank=rank, fused=1.0 / (1 + (rank or 9)),
+                         scores=dict(scores), doc_pages=100, text=words)
+
+
+def column(rows: np.ndarray, name: str) -> list[float]:
+    return [float(v) for v in rows[:, FEATURES.index(name)]]
+
+
+def test_statement_titles_are_read_from_the_page_head() -> None:
+    assert statement_kinds(CASH_FLOWS) == {"cash"}
+    assert statement_kinds("Consolidated Balance Sheets December 31 (in millions)") == {"balance"}
+    assert statement_kinds("CONSOLIDATED STATEMENTS OF OPERATIONS (in thousands)") == {"income"}
+    assert statement_kinds("Consolidated Statements of Comprehensive Income") == {"comprehensive"}
+    assert statement_kinds("Consolidated Statements of Shareholders' Equity") == {"equity"}
+    assert len(statement_kinds(CONTENTS)) == 5  # an index names every statement: its own feature tells it apart
+    assert statement_kinds(MDNA) == frozenset()
+
+
+def test_a_query_names_a_statement_or_a_line_item_that_lives_on_one() -> None:
+    named = query_traits("What is the FY2018 capital expenditure amount for 3M? Use the cash flow statement.")
+    assert named.statements == {"cash"} and "cash" in named.implied and named.amount
+    implied = query_traits("What were Best Buy's merchandise inventories at the end of FY2019?")
+    assert implied.statements == frozenset() and implied.implied == {"balance"}
+    assert query_traits("In the debt footnote, what was total long-term debt?").note
+    assert not query_traits("Who is the chief executive officer?").amount
+
+
+def test_the_statement_page_meets_the_question_that_names_it_and_the_prose_page_does_not() -> None:
+    candidates = [page("mdna", MDNA, 0, 30, text=0.6, bm25=9.0), page("cf", CASH_FLOWS, None, 60, text=0.4),
+                  page("toc", CONTENTS, 5, 2, text=0.3, bm25=1.0)]
+    rows = feature_matrix("What is the FY2018 capital expenditure of 3M per its cash flow statement?", candidates)
+    assert rows.shape == (3, len(FEATURES)) and rows.dtype == np.float32
+    assert column(rows, "named_statement") == [0.0, 1.0, 1.0]
+    assert column(rows, "statement_kinds") == [0.0, 1.0, 5.0]
+    assert column(rows, "bm25") == [1.0, 0.0, pytest.approx(1 / 9)]  # relative to the best candidate; absent 0
+    assert column(rows, "dense_gap") == pytest.approx([0.0, 0.2, 0.3])
+    fused_rank = column(rows, "fused_rank")
+    assert fused_rank[0] < fused_rank[2] < fused_rank[1]  # a page added from a top document ranks after all
+    figures = column(rows, "figures")
+    assert figures[1] > 0.2 > 0.05 > figures[0]
+    assert column(rows, "position") == pytest.approx([29 / 99, 59 / 99, 1 / 99])
+
+
+def test_no_candidates_give_no_rows_and_a_page_without_text_gives_zeros() -> None:
+    assert feature_matrix("revenue", []).shape == (0, len(FEATURES))
+    rows = feature_matrix("revenue", [page("blank", "", 0, 1)])
+    assert column(rows, "figures") == [0.0] and column(rows, "title") == [0.0] and column(rows, "words") == [0.0]
