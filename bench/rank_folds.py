@@ -18,6 +18,8 @@ alternated (ABBA), and prints the ranker's own share (candidates + features + mo
 from __future__ import annotations
 
 import argparse
+import json
+import pickle
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -36,7 +38,7 @@ from mmrag.evaluate.rank_data import (
     stack,
 )
 from mmrag.evaluate.suite import load_suite
-from mmrag.retrieve.ranker import train_ranker
+from mmrag.retrieve.ranker import ROUNDS, train_ranker
 from mmrag.types import SearchRequest
 
 
@@ -47,14 +49,29 @@ def suite_arg(text: str) -> tuple[str, Path]:
     return suite, Path(data)
 
 
-def collect(spec: str) -> list[QuestionRows]:
+def collect(spec: str, cache: Path | None = None) -> list[QuestionRows]:
+    """The suite's questions with their candidates (read from ``cache`` when it holds them, else written there)."""
+    if cache is not None and cache.is_file():
+        with cache.open("rb") as f:
+            cached: dict[str, list[QuestionRows]] = pickle.load(f)  # our own file of this run's questions
+        if spec in cached:
+            return cached[spec]
     suite_path, data_dir = suite_arg(spec)
     suite = load_suite(suite_path)
     _, pipeline = open_search_pipeline(data_dir)
     try:
-        return collect_questions(pipeline.retriever, suite)
+        got = collect_questions(pipeline.retriever, suite)
     finally:
         pipeline.close()
+    if cache is not None:
+        cached = {}
+        if cache.is_file():
+            with cache.open("rb") as f:
+                cached = pickle.load(f)
+        cached[spec] = got
+        with cache.open("wb") as f:
+            pickle.dump(cached, f)
+    return got
 
 
 def mean(values: Sequence[float]) -> Estimate:
@@ -131,21 +148,26 @@ def main() -> None:
     ap.add_argument("--check", action="append", default=[], help="suite scored once, never trained on")
     ap.add_argument("--latency", type=int, default=0, help="rounds of the search latency comparison (0: none)")
     ap.add_argument("--model-out", type=Path, default=None, help="also save the model trained on every question")
+    ap.add_argument("--cache", type=Path, default=None, help="keep the collected candidates here (a sweep reads them)")
+    ap.add_argument("--params", default="{}", help="LightGBM parameters over the shipped ones (JSON), e.g. "
+                                                   '\'{"num_leaves": 7, "rounds": 100}\'')
     args = ap.parse_args()
     print(machine_line())
-    questions = [q for spec in args.suite for q in collect(spec)]
+    params = json.loads(args.params)
+    rounds = int(params.pop("rounds", ROUNDS))
+    questions = [q for spec in args.suite for q in collect(spec, args.cache)]
     print(f"{len(questions)} judged questions, {len({q.fold for q in questions})} folds")
     candidate_recall(questions)
-    scores = cross_validate(questions)
+    scores = cross_validate(questions, rounds=rounds, params=params)
     fold_table(scores)
     values: dict[str, Estimate | float | int | str] = {}
     for suite in sorted({s.suite for s in scores}):
         values.update(summary([s for s in scores if s.suite == suite], suite.replace("-", "_")))
-    full = train_ranker(*stack(questions))
+    full = train_ranker(*stack(questions), rounds=rounds, params=params)
     if args.model_out:
         full.save(args.model_out)
     for spec in args.check:
-        checked = collect(spec)
+        checked = collect(spec, args.cache)
         candidate_recall(checked)
         got = score_questions(checked, [full.score(q.rows) for q in checked])
         fold_table(got)

@@ -34,7 +34,7 @@ class QuestionRows:
     labels: np.ndarray  # (candidates,) graded relevance, 0 unjudged
     keys: list[str]  # ``file.pdf#page`` per candidate
     first: np.ndarray  # (candidates,) bool: in the fused first stage (else added as a page of a top document)
-    baseline: list[str]  # page keys in the order of today's default without the ranker (first 100)
+    baseline: list[str]  # page keys in the order of today's default without the ranker (first 10)
     judged: dict[str, int] = field(default_factory=dict)  # every judged page (some may not be candidates)
 
 
@@ -64,7 +64,7 @@ def collect_questions(retriever: Retriever, suite: Suite, corpus: str | None = N
         judged = page_judgments(suite, query.id)
         if not judged:
             continue
-        request = SearchRequest(query=query.text, top_k=100, spaces=spaces or suite.spec.pipeline.spaces)
+        request = SearchRequest(query=query.text, top_k=10, spaces=spaces or suite.spec.pipeline.spaces)
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
         candidates, hits = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
         keys = [f"{Path(hits[c.page_id].payload['filename']).name}#{c.page}" for c in candidates]
