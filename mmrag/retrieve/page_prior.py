@@ -32,7 +32,7 @@ from mmrag.store.base import Hit
 HEAD_WORDS = 25  # words of a page's title region
 FIGURE_CAP = 0.2  # share of numbers above which a page counts the same (a statement page: 0.1–0.3)
 LONG_DOCUMENT = 40  # pages from which a document is a long report: its pages' title regions count
-_NUMBER = re.compile(r"\(?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?%?")
+_NUMBER = re.compile(r"(?<!\S)\(?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?%?(?!\S)")  # a whole word that is a number
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class PagePrior:
 
 def figure_share(words: Sequence[str]) -> float:
     """Share of ``words`` that are numbers (amounts, percentages, years), 0 for no words."""
-    return sum(1 for w in words if _NUMBER.fullmatch(w)) / len(words) if words else 0.0
+    return len(_NUMBER.findall(" ".join(words))) / len(words) if words else 0.0
 
 
 def title_match(query_terms: Mapping[int, int], words: Sequence[str]) -> float:

@@ -117,6 +117,7 @@ def segment_report(pipeline):
 def test_the_search_multiplies_each_candidate_by_its_page_prior(segment_report) -> None:
     query = "What operating income did the Health Care segment report in 2016?"
     retriever = segment_report.retriever
+    retriever.config = retriever.config.model_copy(update={"ranker": "off"})  # the prior is the ranker-off order
     on = segment_report.search("seg", SearchRequest(query=query, top_k=5, explain=True)).evidence
     retriever.config = retriever.config.model_copy(update={"page_prior_depth": 0})
     off = {e.page: e.score for e in segment_report.search("seg", SearchRequest(query=query, top_k=5)).evidence}

@@ -38,8 +38,8 @@ def report(pipeline):
 
 
 def ranking(pipeline, mode: str, query: str) -> list[tuple[int, float]]:
-    pipeline.retriever.config = pipeline.retriever.config.model_copy(  # the page's own prior off: sentences alone
-        update={"sentence_queries": mode, "page_prior_depth": 0})
+    pipeline.retriever.config = pipeline.retriever.config.model_copy(  # the first stage alone: no prior, no ranker
+        update={"sentence_queries": mode, "page_prior_depth": 0, "ranker": "off"})
     return [(e.page, e.score) for e in pipeline.search("f", SearchRequest(query=query, top_k=5)).evidence]
 
 
