@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mmrag.config import CorpusConfig
 from mmrag.keys import Scope
@@ -84,6 +84,7 @@ class FileError(BaseModel):
 
 
 SpaceName = Literal["text", "bm25", "clip", "colpali", "document"]
+PAGE_SPACES = ("text", "bm25", "clip", "colpali")  # spaces that rank pages (document ranks whole documents)
 Weight = Annotated[float, Field(ge=0, le=100)]
 
 
@@ -105,7 +106,9 @@ class SearchOptions(BaseModel):
     top_k: int = Field(10, ge=1, le=1000, description="Results to return, 1..MMRAG_RETRIEVE__MAX_TOP_K (default 100)")
     spaces: list[SpaceName] | None = Field(
         None, min_length=1, description="Spaces to use (text: MiniLM dense, bm25: sparse, clip: CLIP/SigLIP dense, "
-                                        "colpali: late interaction); default: all of the corpus's spaces")
+                                        "colpali: late interaction; document: ranks documents, so only beside a "
+                                        "page space); default: all of the corpus's spaces",
+        json_schema_extra={"contains": {"enum": list(PAGE_SPACES)}})
     weights: dict[SpaceName, Weight] | None = Field(
         None, description="RRF weight per space, 0..100 (default 1); only for spaces the request uses")
     prefetch_limit: int | None = Field(
@@ -128,6 +131,14 @@ class SearchOptions(BaseModel):
     kinds: list[Literal["page", "image"]] | None = Field(
         None, min_length=1, description="Only these kinds: PDF pages, standalone images")
     explain: bool = Field(False, description="Return per-space ranks and scores (and the MaxSim rerank score)")
+
+    @field_validator("spaces")
+    @classmethod
+    def _a_page_space(cls, spaces: list[str] | None) -> list[str] | None:
+        if spaces is not None and not set(spaces) & set(PAGE_SPACES):
+            raise ValueError(f"the document space ranks documents, not pages: name a page space too "
+                             f"({', '.join(PAGE_SPACES)})")
+        return spaces
 
 
 class SearchIn(SearchOptions):

@@ -14,7 +14,7 @@ from mmrag.catalog import Catalog, check_corpus_name
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
 from mmrag.embed.lazy import one_line, usable
-from mmrag.errors import Conflict, InvalidInput, Unavailable
+from mmrag.errors import Conflict, InvalidInput
 from mmrag.jobs.writer import JobWriter
 from mmrag.spaces import Space
 from mmrag.store import CollectionSpec, VectorStore
@@ -45,9 +45,15 @@ class Corpora:
         unknown = [s for s in config.spaces if s not in SPACES]
         if unknown:
             raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(SPACES)}")
+        asked = list(config.spaces)
         config.spaces = self._available(name, config.spaces)
-        if not config.spaces:
-            raise Unavailable(f"none of the requested spaces is available: {self.unavailable}")
+        if not config.spaces:  # a well-formed request this server cannot serve now: 409, never the hub's text
+            usable_here = [s for s in self.spaces if s not in self.unavailable]
+            raise Conflict(f"none of the requested spaces can be used on this server: "
+                           f"{'; '.join(f'{s}: {self.why_off(s)}' for s in asked)}; spaces available here: "
+                           f"{usable_here} (details: GET /health)",
+                           detail={"reason": "space_unavailable", "spaces": {s: self.why_off(s) for s in asked},
+                                   "available": usable_here})
         for space, embedder in self.embedders.items():
             if space in config.spaces:
                 setattr(config, f"{space}_model", embedder.spec)
@@ -56,6 +62,16 @@ class Corpora:
         self.store.create_collection(name, self.collection_spec(config))
         self.catalog.create_corpus(name, config)
         return config
+
+    def why_off(self, space: str) -> str:
+        """One line of ours saying why ``space`` cannot be used here (never a model hub's own text)."""
+        reason = self.unavailable.get(space, "")
+        if reason == "disabled in configuration":
+            return "disabled in this server's configuration"
+        embedder = self.embedders.get(space)
+        if embedder is not None:
+            return f"its model {embedder.spec!r} could not be loaded on this server"
+        return "not configured on this server"
 
     def _available(self, name: str, spaces: list[str]) -> list[str]:
         """The requested spaces that are on here; a space with a model is on when its model loads (now,

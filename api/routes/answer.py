@@ -29,7 +29,7 @@ def _events(pipeline: Any, corpus: str, body: AnswerIn) -> Iterator[AnswerEvent]
         document_ids=body.document_ids)
 
 
-@router.post("/answer", responses={**responses(400, 404, 422, 429, 503),
+@router.post("/answer", responses={**responses(400, 404, 409, 422, 429, 503),
                                    200: {"model": AnswerOut, "content": {"text/event-stream": {}}}})
 async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: PipelineDep, _: ReadDep) -> Response:
     """Answer a question from the corpus. With ``stream`` (default) the response is SSE: an

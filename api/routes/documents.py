@@ -27,7 +27,7 @@ from api.schemas import (
 )
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
-from mmrag.ingest.sniff import ACCEPTED
+from mmrag.ingest.sniff import ACCEPTED, check_declared_type
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.uploads import Refusal, submit_uploads, upload_check
 from mmrag.jobs.wait import wait_job_async
@@ -120,7 +120,9 @@ async def upload_documents(
     for upload in files:
         name = upload.filename or "upload"
         try:
-            files_read.append((name, await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)))
+            data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
+            check_declared_type(upload.content_type, data, name)  # 415 when the declared type names another kind
+            files_read.append((name, data))
         except MMRAGError as exc:
             files_read.append(Refusal(name, exc))
     settings = pipeline.settings

@@ -28,7 +28,7 @@ def list_suites(service: ServiceDep, _: PrincipalDep) -> list[str]:
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=EvaluationOut,
-             responses=responses(400, 404, 422))
+             responses=responses(400, 404, 422, 503))
 def start_evaluation(body: EvaluationIn, service: ServiceDep, pipeline: PipelineDep, gate: GateDep,
                      principal: PrincipalDep) -> EvaluationOut:
     """Start an evaluation job (runs in the background; one at a time). Needs write on the suite's corpus;

@@ -1,8 +1,9 @@
 """Search a corpus: JSON (text and/or base64 image, or a page reference) or a multipart image upload.
 
-A query image is refused (400) before it is decoded when the corpus has no image space (clip,
-colpali) or the request's spaces use none; it is decoded under MMRAG_RETRIEVE__MAX_QUERY_IMAGE_PIXELS
-(JPEGs at a reduced scale) and at most MMRAG_API__IMAGE_QUERY_CONCURRENCY at a time."""
+A query image is refused before it is decoded when the corpus has no image space (clip, colpali:
+409, as for any space the corpus lacks) or the request's spaces use none (400); it is decoded under
+MMRAG_RETRIEVE__MAX_QUERY_IMAGE_PIXELS (JPEGs at a reduced scale) and at most
+MMRAG_API__IMAGE_QUERY_CONCURRENCY at a time."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from api.deps import PipelineDep, ReadDep
 from api.errors import responses
 from api.routes.documents import page_urls
 from api.schemas import EvidenceOut, SearchIn, SearchOptions, SearchOut
-from mmrag.errors import InvalidInput, TooLarge
+from mmrag.errors import Conflict, InvalidInput, TooLarge
 from mmrag.pipeline import Pipeline
 from mmrag.types import Evidence, SearchRequest
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["search"])
-ERRORS = responses(400, 404, 413, 422, 503)
+ERRORS = responses(400, 404, 409, 413, 422, 503)  # 409: spaces (or an image space) the corpus lacks
 
 
 def evidence_out(request: Request, ev: Evidence) -> EvidenceOut:
@@ -57,12 +58,18 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
 def check_image_query(pipeline: Pipeline, corpus: str, spaces: list[str] | None) -> None:
     """400 unless a space of the request (default: the corpus's) takes image queries; nothing decoded yet."""
     config = pipeline.catalog.corpus_config(corpus)
-    names = spaces or config.spaces
-    takes = [n for n in names if n in config.spaces and n in pipeline.spaces and pipeline.spaces[n].takes_image_query]
-    if not takes:
-        raise InvalidInput(f"image queries need clip or colpali (an image space); "
-                           f"{'the request uses' if spaces else 'this corpus has'} only {sorted(set(names))}: "
-                           "the image was not decoded", detail={"reason": "no_image_space"})
+    corpus_takes = [n for n in config.spaces if n in pipeline.spaces and pipeline.spaces[n].takes_image_query]
+    if not corpus_takes:  # a well-formed request this corpus cannot answer: 409
+        raise Conflict(f"image queries need clip or colpali (an image space); this corpus has only "
+                       f"{sorted(config.spaces)}: the image was not decoded", detail={"reason": "no_image_space"})
+    missing = [n for n in spaces or [] if n not in config.spaces]
+    if missing:
+        raise Conflict(f"spaces {missing} not available for this corpus; it has: {config.spaces}",
+                       detail={"reason": "space_not_in_corpus", "available": list(config.spaces)})
+    if spaces and not set(spaces) & set(corpus_takes):
+        raise InvalidInput(f"image queries need clip or colpali (an image space); the request uses only "
+                           f"{sorted(set(spaces))} (this corpus's image spaces: {corpus_takes}): the image was not "
+                           "decoded", detail={"reason": "no_image_space"})
 
 
 async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: SearchRequest) -> Response:

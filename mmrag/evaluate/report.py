@@ -3,7 +3,7 @@
 ``report.json`` (schema version :data:`REPORT_SCHEMA_VERSION`) top-level keys:
 
 - ``schema_version`` (int), ``kind`` (``"run"``)
-- ``suite``: name, path, variant, dataset spec, corpus_dir, counts
+- ``suite``: name, path, variant, dataset spec, corpus_dir, counts (over REST: :func:`public_report`, no folders)
 - ``config``: target (in-process / api URL), corpus, pipeline spec, metrics spec
 - ``metrics``: ``{"ndcg@5": float, ..., "anls": float, ...}`` — means over judged queries / QA items
 - ``page_metrics``: in a suite judged at document level, page-level means (plus ``n``) over the
@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,6 +45,23 @@ class Report:
     @property
     def path(self) -> Path:
         return self.out_dir / "report.json"
+
+
+SERVER_PATHS = ("path", "corpus_dir")  # suite keys naming folders of the machine that ran it
+
+
+def public_report(data: dict[str, Any], suite: str) -> dict[str, Any]:
+    """A report as a REST client gets it: the suite named by its public name, no folder of the server
+    (``suite.path``, ``suite.corpus_dir`` and ``suite.dataset.corpus`` dropped)."""
+    out = copy.deepcopy(data)
+    info = out.get("suite")
+    if isinstance(info, dict):
+        for key in SERVER_PATHS:
+            info.pop(key, None)
+        if isinstance(info.get("dataset"), dict):
+            info["dataset"].pop("corpus", None)
+        info["id"] = suite  # the name POST /evaluations takes
+    return out
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:

@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound
+from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound, Unavailable
+from mmrag.evaluate.report import public_report
 from mmrag.evaluate.runner import ProgressEvent, run_suite
-from mmrag.evaluate.suite import load_suite
+from mmrag.evaluate.suite import Suite, load_suite
 from mmrag.evaluate.targets import EvalTarget
 
 log = logging.getLogger(__name__)
@@ -69,13 +70,26 @@ class EvaluationService:
         ``allow(corpus)`` may refuse (raise) before anything starts."""
         if not SUITE_NAME.match(suite) or not (self.suites_dir / suite / "suite.yaml").exists():
             raise NotFound(f"unknown suite {suite!r}; available: {self.suites()}")
-        corpus = load_suite(self.suites_dir / suite, variant=variant).corpus_name  # InvalidInput: bad variant
+        corpus = self._load(suite, variant).corpus_name  # InvalidInput: bad variant
         if allow is not None:
             allow(corpus)
         job = EvalJob(id=uuid.uuid4().hex[:16], suite=suite, variant=variant, corpus=corpus)
         self._save(job)
         self._pool.submit(self._run, job)
         return job
+
+    def _load(self, suite: str, variant: str | None) -> Suite:
+        """The suite named ``suite`` (its folder under the suites folder). A bad variant is the caller's
+        error (InvalidInput, naming the suite by name); any other problem is the server's (Unavailable,
+        details in the log only: they name the server's folders)."""
+        try:
+            return load_suite(self.suites_dir / suite, variant=variant)
+        except MMRAGError as exc:
+            if exc.detail.get("reason") == "unknown_variant":
+                raise
+            log.warning("suite %s cannot be loaded: %s", suite, exc.message)
+            raise Unavailable(f"suite {suite!r} cannot be loaded on this server (a problem of its installation; "
+                              "the server log has the details)") from None
 
     def get(self, job_id: str) -> EvalJob:
         with self._lock:
@@ -93,7 +107,7 @@ class EvaluationService:
         if job.state != "done":
             raise Conflict(f"evaluation {job_id} is {job.state}; its report exists once it is done"
                            + (f" ({job.error})" if job.error else ""))
-        return dict(json.loads((self.out_dir(job_id) / "report.json").read_text()))
+        return public_report(json.loads((self.out_dir(job_id) / "report.json").read_text()), job.suite)
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         """Run B against run A (both finished, same suite's dataset): per-metric paired deltas with
@@ -142,14 +156,14 @@ class EvaluationService:
         job.state = "running"
         self._save(job)
         try:
-            suite = load_suite(self.suites_dir / job.suite, variant=job.variant)
+            suite = self._load(job.suite, job.variant)
             report = run_suite(suite, self.target, self.out_dir(job.id), progress=lambda e: self._progress(job, e))
             job.metrics, job.state = report.metrics, "done"
         except MMRAGError as exc:
             job.state, job.error = "failed", f"{exc.code}: {exc.message}"
-        except Exception as exc:  # a crashed run must be reported, not lost
+        except Exception as exc:  # a crashed run must be reported, not lost (its text may name server paths)
             log.exception("evaluation %s failed", job.id)
-            job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"
+            job.state, job.error = "failed", f"internal error ({type(exc).__name__}); the server log has the details"
         job.finished_at = time.time()
         self._save(job)
 

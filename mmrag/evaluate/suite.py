@@ -255,7 +255,8 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
     if variant:
         variants = raw.get("variants") or {}
         if variant not in variants:
-            raise InvalidInput(f"suite {file} has no variant {variant!r}; allowed: {sorted(variants) or 'none'}")
+            raise InvalidInput(f"suite {file.parent.name!r} has no variant {variant!r}; allowed: "
+                               f"{sorted(variants) or 'none'}", detail={"reason": "unknown_variant"})
         raw = _deep_merge(raw, variants[variant])
     if split:
         raw = _deep_merge(raw, {"dataset": {"split": split}})

@@ -210,3 +210,48 @@ def sniff_kind(data: bytes, filename: str = "") -> Kind:
     if text is None:
         raise _refuse(filename, "content is not a supported type (bytes match no known signature and are not text)")
     return KINDS[_text_kind(text, filename)]
+
+
+_ANY = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/x-download",
+                  "application/download", "application/force-download", "application/unknown", "*/*"})
+_OFFICE_TYPES = ("application/vnd.openxmlformats-officedocument.", "application/vnd.ms-", "application/msword",
+                 "application/vnd.oasis.opendocument.", "application/zip", "application/x-zip-compressed",
+                 "application/epub+zip", "application/rtf", "application/x-rtf")
+
+
+def _declared_families(declared: str) -> frozenset[str] | None:
+    """The kinds' families a declared media type admits; None when it says nothing we can hold the bytes to."""
+    if declared in _ANY:
+        return None
+    if declared in ("application/pdf", "application/x-pdf"):
+        return frozenset({"pdf"})
+    if declared.startswith("image/"):
+        return frozenset({"image"})
+    if declared.startswith("text/"):
+        return frozenset({"text", "email", "rtf"})
+    if declared.startswith("message/"):
+        return frozenset({"email", "text"})
+    if declared.startswith(_OFFICE_TYPES):  # Windows sends CSV as application/vnd.ms-excel
+        return frozenset({"office", "opendocument", "epub", "rtf", *({"text"} if "ms-excel" in declared else ())})
+    return None
+
+
+def check_declared_type(declared: str | None, data: bytes, filename: str = "") -> None:
+    """Refuse (UnsupportedMediaType, 415) a file whose declared media type names a different kind of file
+    than its bytes are (a part declared ``application/pdf`` holding JSON). Generic or unknown declarations
+    (``application/octet-stream``, none) leave the bytes to decide; bytes that are no supported kind are
+    left to the upload check, which refuses them itself."""
+    media = (declared or "").split(";", 1)[0].strip().lower()
+    families = _declared_families(media)
+    if families is None:
+        return
+    try:
+        kind = sniff_kind(data, filename)
+    except (UnsupportedMediaType, CorruptDocument):
+        return
+    if kind.family in families or (kind.name == "rtf" and "rtf" in families):
+        return
+    raise UnsupportedMediaType(
+        f"{filename or 'file'}: declared as {media} but its content is {kind.media_type} ({kind.name}); declare the "
+        f"type the bytes are, or application/octet-stream to let the service tell; allowed: {ACCEPTED}",
+        detail={"declared": media, "found": kind.media_type})

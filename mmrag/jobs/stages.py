@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
+from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.sniff import KINDS
 from mmrag.ingest.source import Source, prepare_source
@@ -157,6 +158,9 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
     except TRANSIENT:
         raise
     except Exception as exc:
+        corrupt = corrupt_document(exc)  # MuPDF met damage (open, page load, page tree): the file's fault
+        if corrupt is not None:
+            return failed(work, corrupt.code, corrupt.message)
         log.exception("%s of job %s file %d batch %d failed", work.stage, work.job_id, work.file, work.batch)
         return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
-from mmrag.errors import InvalidInput
+from mmrag.errors import Conflict, InvalidInput
 from mmrag.imaging import decode_query_image
 from mmrag.retrieve.candidates import CandidateDepth, gather_candidates
 from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache
@@ -68,9 +68,13 @@ class Retriever:
         available = [s for s in corpus_config.spaces if s in self.spaces]
         wanted = request.spaces if request.spaces is not None else available
         unknown = [s for s in wanted if s not in available]
-        if unknown or not wanted:
-            raise InvalidInput(f"spaces {unknown or wanted} not available for this corpus; it has: {available}")
+        if unknown or not wanted:  # the request is well formed; this corpus lacks what it names (409)
+            raise Conflict(f"spaces {unknown or wanted} not available for this corpus; it has: {available}",
+                           detail={"reason": "space_not_in_corpus", "available": available})
         for name, weight in (request.weights or {}).items():
+            if name not in available:
+                raise Conflict(f"weight given for space {name!r}, which this corpus does not have; it has: "
+                               f"{available}", detail={"reason": "space_not_in_corpus", "available": available})
             if name not in wanted:
                 raise InvalidInput(f"weight given for space {name!r}, which the request does not use ({wanted})")
             if not 0 <= weight <= 100:

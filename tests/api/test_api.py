@@ -119,10 +119,10 @@ def test_unknown_ids_and_bad_queries(client):
         ({"query": ""}, 400, "empty query"),
         ({"query": "x", "top_k": 0}, 422, "top_k"),
         ({"query": "x", "top_k": 500}, 400, "top_k"),
-        ({"query": "x", "spaces": ["colpali"]}, 400, "not available"),
+        ({"query": "x", "spaces": ["colpali"]}, 409, "not available"),  # a space this corpus lacks
         ({"query": "x", "spaces": ["nonsense"]}, 422, "spaces"),
         ({"query": "", "image_base64": "!!!notbase64"}, 400, "base64"),
-        ({"query": "", "image_base64": "aGVsbG8="}, 400, "image queries need clip or colpali"),  # not decoded
+        ({"query": "", "image_base64": "aGVsbG8="}, 409, "image queries need clip or colpali"),  # not decoded
     ]:
         r = client.post("/corpora/docs/search", json=body)
         assert r.status_code == status and words in r.json()["message"], (body, r.text)

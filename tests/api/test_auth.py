@@ -71,7 +71,7 @@ READ_ANSWERS: dict[tuple[str, str], tuple[int, Callable[[Response, dict[str, str
         (200, lambda r, ids: r.headers["content-type"] == "image/png" and r.content.startswith(b"\x89PNG")),
     ("POST", "/corpora/{corpus}/search"): (200, lambda r, ids: r.json()["results"][0]["document_id"] == ids["bee-doc"]),
     ("POST", "/corpora/{corpus}/search/image"):
-        (400, lambda r, ids: r.json()["detail"] == {"reason": "no_image_space"}),
+        (409, lambda r, ids: r.json()["detail"] == {"reason": "no_image_space"}),
     ("POST", "/corpora/{corpus}/answer"):
         (200, lambda r, ids: r.json()["mode"] == "extractive"
          and ids["bee-doc"] in [c["document_id"] for c in r.json()["citations"]]),

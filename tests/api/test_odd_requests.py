@@ -39,8 +39,8 @@ ODD_REQUESTS = [
     ("post", "/corpora/d/search", {"json": {"query": "x", "image_page_id": "nope"}}, 422, "invalid_request",
      "body.image_page_id"),
     ("post", "/corpora/d/search", {"json": {"query": "x", "kinds": []}}, 422, "invalid_request", "body.kinds"),
-    ("post", "/corpora/d/search/image", {"files": [("image", ("a.png", b"junk"))]}, 400, "invalid_input",
-     "image queries need clip or colpali"),
+    ("post", "/corpora/d/search/image", {"files": [("image", ("a.png", b"junk"))]}, 409, "conflict",
+     "image queries need clip or colpali"),  # a corpus without an image space
     ("post", "/corpora/d/answer", {"json": {"question": ""}}, 422, "invalid_request", "body.question"),
     ("post", "/corpora/d/answer", {"json": {"question": "x", "top_k": 0}}, 422, "invalid_request", "body.top_k"),
     ("get", "/jobs/nope", {}, 404, "not_found", "unknown job 'nope'"),

@@ -256,14 +256,14 @@ class Decodes:
         monkeypatch.setattr(Image.Image, "load", load)
 
 
-def test_an_image_query_to_a_text_only_corpus_is_400_before_decoding(keyed, monkeypatch):
+def test_an_image_query_to_a_text_only_corpus_is_409_before_decoding(keyed, monkeypatch):
     client, admin = keyed["client"], keyed["admin"]
     png = _big_png()
     decodes = Decodes(monkeypatch)
     r = client.post("/corpora/docs/search/image", files=[("image", ("q.png", png))], headers=admin)
-    assert r.status_code == 400 and r.json()["detail"]["reason"] == "no_image_space", r.text
+    assert r.status_code == 409 and r.json()["detail"]["reason"] == "no_image_space", r.text
     r = client.post("/corpora/docs/search", json={"image_base64": base64.b64encode(png).decode()}, headers=admin)
-    assert r.status_code == 400 and r.json()["detail"]["reason"] == "no_image_space", r.text
+    assert r.status_code == 409 and r.json()["detail"]["reason"] == "no_image_space", r.text
     assert decodes.count == 0
 
 

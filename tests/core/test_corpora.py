@@ -13,7 +13,7 @@ from mmrag.config import CorpusConfig
 from mmrag.corpora import Corpora
 from mmrag.embed.base import EmbedderOptions, load_embedder
 from mmrag.embed.lazy import LazyEmbedder
-from mmrag.errors import Conflict, InvalidInput, NotFound, Unavailable
+from mmrag.errors import Conflict, InvalidInput, NotFound
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.state import JobStore
 from mmrag.jobs.writer import JobWriter
@@ -58,7 +58,7 @@ def test_create_drops_spaces_whose_model_is_off_and_shapes_the_collection(corpor
 def test_refusals_say_what_was_wrong(corpora: Corpora) -> None:
     with pytest.raises(InvalidInput, match="unknown spaces"):
         corpora.create_corpus("c", CorpusConfig.model_construct(spaces=["text", "sound"]))
-    with pytest.raises(Unavailable, match="none of the requested spaces"):
+    with pytest.raises(Conflict, match="none of the requested spaces"):
         corpora.create_corpus("c", CorpusConfig(spaces=["clip"]))
     with pytest.raises(InvalidInput, match="not allowed"):
         corpora.create_corpus("Bad Name!")
@@ -92,3 +92,33 @@ def test_delete_removes_rows_vectors_and_documents(corpora: Corpora) -> None:
         corpora.delete_corpus("c")
     with pytest.raises(NotFound, match="unknown corpus"):
         corpora.optimize("c")
+
+
+def test_a_space_whose_model_cannot_load_is_a_409_naming_it_in_one_line_of_ours(tmp_path: Path) -> None:
+    """The model hub's own multi-line text stays in the log and /health, never in the refusal."""
+    hub = ("We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the "
+           "cached files.\nCheck your internet connection or see how to run the library in offline mode at "
+           "'https://huggingface.co/docs/transformers/installation#offline-mode'.\n/root/.cache/huggingface/hub")
+    settings = make_settings(tmp_path)
+    catalog, store, jobs = Catalog(tmp_path), open_store(settings.store, tmp_path), JobStore(tmp_path)
+    unavailable: dict[str, str] = {}
+
+    def load() -> LazyEmbedder:
+        raise OSError(hub)
+
+    embedders = {"text": load_embedder("fake:8", EmbedderOptions()),
+                 "clip": LazyEmbedder("open_clip:ViT-B-32/laion2b", load,
+                                      lambda reason: unavailable.__setitem__("clip", f"open_clip: {reason}"))}
+    corpora = Corpora(catalog, store, build_spaces(embedders), embedders, unavailable,
+                      JobWriter(catalog, store, jobs, Spool(tmp_path / "spool")))
+    try:
+        with pytest.raises(Conflict) as caught:
+            corpora.create_corpus("c", CorpusConfig(spaces=["clip"]))
+        message = caught.value.message
+        assert "clip: its model 'open_clip:ViT-B-32/laion2b' could not be loaded" in message, message
+        assert "\n" not in message and "huggingface" not in message and "/root" not in message, message
+        assert "available here" in message and caught.value.detail["reason"] == "space_unavailable"
+    finally:
+        store.close()
+        catalog.close()
+        jobs.close()

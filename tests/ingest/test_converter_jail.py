@@ -106,6 +106,6 @@ def test_the_jail_names_its_binds_explicitly():
         allowed = {*sandbox.SYSTEM_READS, *(str(p) for p in reads), str(folder.root / "passwd"),
                    str(folder.root / "group")}
         assert set(sources) <= allowed | {f"/{n}" for n in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")}, sources
-        assert writable == [str(folder.outside)]
+        assert writable == [str(folder.outside), str(folder.outside / "tmp")]  # /job, and its tmp at /tmp
     assert "/usr" in sources and "--unshare-net" in argv and "--die-with-parent" in argv
     assert argv[0] == shutil.which("bwrap")

@@ -11,7 +11,8 @@ import pytest
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge
-from mmrag.ingest.convert.references import check_rtf, field_type, unlink_pictures
+from mmrag.ingest.convert.references import check_rtf, field_type
+from mmrag.ingest.convert.unlink import unlink_external
 from mmrag.ingest.source import inspect_upload
 from tests.ingest.office_fixtures import rezip
 from tests.ingest.test_formats import formats_file
@@ -113,8 +114,8 @@ def test_every_file_of_the_formats_corpus_passes_the_checks():
 
 def test_a_picture_linked_to_a_local_file_is_unlinked_for_the_converter():
     pptx = formats_file("pptx/powerpoint_with_image.pptx")
-    unlinked = unlink_pictures(pptx)
+    unlinked = unlink_external(pptx)
     with zipfile.ZipFile(io.BytesIO(unlinked)) as z:
         rels = z.read("ppt/slides/_rels/slide1.xml.rels").decode()
     assert "/Users/ceb" not in rels and 'TargetMode="External"' in rels
-    assert unlink_pictures(formats_file("docx/word_sample.docx")) == formats_file("docx/word_sample.docx")
+    assert unlink_external(formats_file("docx/lorem_ipsum.docx")) == formats_file("docx/lorem_ipsum.docx")  # no links

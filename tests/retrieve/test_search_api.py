@@ -56,13 +56,14 @@ def test_openapi_documents_every_option_with_bounds(client):
     ({"query": "x", "rrf_k": 0}, 422, "rrf_k"),
     ({"query": "x", "kinds": ["video"]}, 422, "kinds"),
     ({"query": "x", "weights": {"text": 500}}, 422, "weights"),
-    ({"query": "x", "weights": {"colpali": 1}}, 400, "weight"),
-    ({"query": "x", "spaces": ["clip"]}, 400, "not available"),
+    ({"query": "x", "weights": {"colpali": 1}}, 409, "weight"),  # a space this corpus lacks: 409
+    ({"query": "x", "spaces": ["clip"]}, 409, "not available"),
+    ({"query": "x", "spaces": ["document"]}, 422, "name a page space too"),
     ({"query": "x", "spaces": []}, 422, "spaces"),
-    ({"image_page_id": "abc123"}, 400, "image queries need clip or colpali"),  # refused before the page is read
+    ({"image_page_id": "abc123"}, 409, "image queries need clip or colpali"),  # refused before the page is read
     ({"image_page_id": "not-hex"}, 422, "image_page_id"),
-    ({"query": "", "image_base64": base64.b64encode(b"GIF89a broken").decode()}, 400, "was not decoded"),
-    ({"query": "", "image_base64": base64.b64encode(png()).decode()}, 400, "image queries need clip or colpali"),
+    ({"query": "", "image_base64": base64.b64encode(b"GIF89a broken").decode()}, 409, "was not decoded"),
+    ({"query": "", "image_base64": base64.b64encode(png()).decode()}, 409, "image queries need clip or colpali"),
 ])
 def test_bad_options_get_clear_4xx(loaded, body, status, words):
     r = loaded.post("/corpora/docs/search", json=body)
@@ -92,13 +93,13 @@ def test_options_filter_and_explain(loaded):
 def test_image_upload_endpoint(loaded):
     files = {"image": ("q.png", png(), "image/png")}
     r = loaded.post("/corpora/docs/search/image", files=files, data={"options": '{"spaces": ["text"]}'})
-    assert r.status_code == 400 and "image queries need clip or colpali" in r.json()["message"]
+    assert r.status_code == 409 and "image queries need clip or colpali" in r.json()["message"]
     r = loaded.post("/corpora/docs/search/image", files=files, data={"options": '{"top_k": 0}'})
     assert r.status_code == 400 and "options" in r.json()["message"]
     for image in (b"nope", png()):  # a text-only corpus: refused before the image is read or decoded
         r = loaded.post("/corpora/docs/search/image", files={"image": ("q.png", image, "image/png")},
                         data={"query": "zebra"})
-        assert r.status_code == 400 and r.json()["detail"]["reason"] == "no_image_space", r.text
+        assert r.status_code == 409 and r.json()["detail"]["reason"] == "no_image_space", r.text
 
 
 def test_search_request_mapping():

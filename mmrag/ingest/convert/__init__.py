@@ -17,9 +17,9 @@ import pymupdf
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument
 from mmrag.ingest.convert.libreoffice import libreoffice_pdf
-from mmrag.ingest.convert.references import unlink_pictures
 from mmrag.ingest.convert.sandbox import Limits, job_folder, run_converter
 from mmrag.ingest.convert.text_render import csv_page_width, render_html
+from mmrag.ingest.convert.unlink import unlink_external
 from mmrag.ingest.sniff import decode_text
 
 CONVERTER: dict[str, str] = {
@@ -30,6 +30,7 @@ CONVERTER: dict[str, str] = {
 """kind -> converter (see bench/convert.py and docs/ingest.md for the measurements behind it)."""
 
 OOXML_KINDS = frozenset({"docx", "docm", "pptx", "pptm", "xlsx", "xlsm"})
+ODF_KINDS = frozenset({"odt", "odp", "ods"})
 TEXT_KINDS = frozenset({"md", "txt", "csv", "tsv", "html"})
 WORKER = Path(__file__).with_name("worker.py")
 # -I -S: no user site, no site-packages, no cwd on the path; the only package it may import is PyMuPDF
@@ -79,6 +80,6 @@ def convert_to_pdf(data: bytes, kind: str, config: IngestConfig, converter: str 
     if kind == "eml":  # the body (headers + text) as a page; attachments are documents of their own
         from mmrag.ingest.mail import email_body_html
         return mupdf_pdf(email_body_html(data).encode(), "html", config)
-    if kind in OOXML_KINDS:
-        data = unlink_pictures(data)  # pictures linked to local files show as absent, never loaded
+    if kind in OOXML_KINDS or kind in ODF_KINDS:
+        data = unlink_external(data)  # linked pictures and templates show as absent, never loaded
     return libreoffice_pdf(data, kind, config) if use == "libreoffice" else mupdf_pdf(data, kind, config)

@@ -1,53 +1,70 @@
 """Refuse Office files that include other local files, before a converter sees them (the second
 line of defence: the converter jail, :mod:`mmrag.ingest.convert.sandbox`, is the first).
 
-A reference is *local* when it names a path (absolute, relative, UNC) or a ``file:`` URL; web URLs
-are not refused (the converter has no network: they stay whatever result the file cached).
 Refused:
 
 * fields that pull content in: ``INCLUDEPICTURE`` / ``INCLUDETEXT`` / ``INCLUDE`` / ``IMPORT``
-  with a local target, and ``LINK`` / ``DDE`` / ``DDEAUTO`` always (RTF ``\\fldinst``, DOCX
-  ``w:instrText`` / ``w:fldSimple``, DOC field codes);
-* linked objects: RTF ``\\objlink`` / ``\\objautlink``; OOXML external relationships with a local
-  target to an OLE object, package, sub-document or frame; ``aFChunk`` (imported HTML/RTF chunks)
-  of any mode; ODF references out of the package with a local target (linked images, sections,
-  objects, table sources, form images; hyperlinks and event listeners excepted) and DDE links;
+  with a local target (a path or a ``file:`` URL), and ``LINK`` / ``DDE`` / ``DDEAUTO`` always
+  (RTF ``\\fldinst``, DOCX ``w:instrText`` / ``w:fldSimple``, DOC field codes);
+* RTF linked objects (``\\objlink`` / ``\\objautlink``);
+* OOXML and ODF relationships outside the allow-list of :mod:`mmrag.ingest.convert.relationships`
+  (external relationships other than web hyperlinks, linked pictures and templates; data links:
+  external workbooks, data connections, query tables, Power Query, mail merge sources; ODF
+  references out of the package, DDE and database sources; formulas naming files or other
+  workbooks);
 * SVG parts whose ``href`` is local.
 
-OOXML pictures *linked* to a local file (Office's "link to file") are common in real decks and
-harmless once the link is dead, so they are not refused: :func:`unlink_pictures` gives the converter
-a copy whose picture links point nowhere. :class:`OoxmlRules` and :class:`OdfRules` are handlers fed
+Linked pictures and templates are common in real files and harmless once dead, so they are not
+refused: :func:`mmrag.ingest.convert.unlink.unlink_external` gives the converter a copy whose links
+point nowhere. :class:`OoxmlRules` and :class:`OdfRules` are handlers fed
 by the XML scanner of :mod:`mmrag.ingest.zipcheck`, which decodes each part as its declaration says;
 :func:`check_rtf` and :func:`check_word97` read the non-ZIP kinds.
 """
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
-from xml.etree import ElementTree
 
 from mmrag.errors import InvalidInput
+from mmrag.ingest.convert.relationships import (
+    ALLOWED_FORMULA,
+    ALLOWED_ODF,
+    ALLOWED_OOXML,
+    formula_refusal,
+    odf_refusal,
+    relationship_refusal,
+)
 
 FIELDS = ("INCLUDEPICTURE", "INCLUDETEXT", "INCLUDE", "IMPORT", "LINK", "DDEAUTO", "DDE")
 _ALWAYS = frozenset({"LINK", "DDE", "DDEAUTO"})  # links to other applications' files: never a web URL
 _FIELD = re.compile(r"^\s*(?:\\\*\s*)?(" + "|".join(FIELDS) + r")\b\s*(?:\"([^\"]*)\"|(\S*))", re.IGNORECASE)
 _REMOTE = re.compile(r"^\s*(?:https?|ftp)://", re.IGNORECASE)
-_LINKED = ("/oleObject", "/package", "/subDocument", "/frame")
-_PICTURE = "/image"
 XLINK = "http://www.w3.org/1999/xlink"
 SVG = "http://www.w3.org/2000/svg"
 _ODF = "urn:oasis:names:tc:opendocument:xmlns:"
-_ODF_LINKS = {f"{_ODF}text:1.0 a", f"{_ODF}drawing:1.0 a", f"{_ODF}script:1.0 event-listener",
-              f"{_ODF}presentation:1.0 event-listener", f"{_ODF}drawing:1.0 area-rectangle",
-              f"{_ODF}drawing:1.0 area-circle", f"{_ODF}drawing:1.0 area-polygon"}
+_ODF_LINKS = {f"{_ODF}text:1.0 a", f"{_ODF}drawing:1.0 a", f"{_ODF}drawing:1.0 area-rectangle",
+              f"{_ODF}drawing:1.0 area-circle", f"{_ODF}drawing:1.0 area-polygon"}  # hyperlinks
+_ODF_LISTENERS = {f"{_ODF}script:1.0 event-listener", f"{_ODF}presentation:1.0 event-listener"}
 _ODF_DDE = {f"{_ODF}office:1.0 dde-source", f"{_ODF}text:1.0 dde-connection-decl", f"{_ODF}table:1.0 dde-link"}
+_ODF_DATA = {f"{_ODF}table:1.0 {x}" for x in ("database-source-sql", "database-source-table", "database-source-query",
+                                               "source-service", "cell-range-source")}
+_ODF_TEMPLATE = f"{_ODF}meta:1.0 template"
+_ODF_FORMULA_ATTRS = (f"{_ODF}table:1.0 formula", f"{_ODF}table:1.0 condition", f"{_ODF}table:1.0 expression")
+_SHEET = ("http://schemas.openxmlformats.org/spreadsheetml/2006/main", "http://purl.oclc.org/ooxml/spreadsheetml/main",
+          "http://schemas.microsoft.com/office/excel/2006/main")  # the last: x14 formulas (xm:f)
+_SHEET_LINKS = frozenset({"connection", "externalBook", "ddeLink", "oleLink", "queryTableRefresh"})
+_FORMULAS = frozenset({"f", "formula", "formula1", "formula2", "definedName"})
+_MASHUP = "http://schemas.microsoft.com/DataMashup"
+_FIELDS_ALLOWED = "fields that do not include files (PAGE, HYPERLINK, INCLUDEPICTURE of a web URL...)"
 _WORD = ("http://schemas.openxmlformats.org/wordprocessingml/2006/main", "http://purl.oclc.org/ooxml/wordprocessingml/main")
 _RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
-def refused(name: str, what: str) -> InvalidInput:
-    return InvalidInput(f"{name} includes another file ({what}); documents that pull in files or links by path "
-                        "are refused: embed the picture or text instead (docs/security.md)",
+
+
+def refused(name: str, what: str, allowed: str = "") -> InvalidInput:
+    """The 400 for a file that reaches outside itself: which part and relationship, and what is allowed."""
+    return InvalidInput(f"{name} includes another file ({what}); documents that pull in files, data or links by path "
+                        "are refused: embed the picture, text or data instead"
+                        + (f"; allowed: {allowed}" if allowed else "") + " (docs/security.md)",
                         detail={"reason": "external_reference", "reference": what[:200]})
 
 
@@ -58,16 +75,6 @@ def field_type(instruction: str) -> str | None:
         return None
     kind, target = match.group(1).upper(), match.group(2) if match.group(2) is not None else match.group(3)
     return kind if kind in _ALWAYS or is_local(target or "") else None
-
-
-def is_internal(href: str) -> bool:
-    """A reference inside the package (``Pictures/x.png``, ``./Object 1``, ``#anchor``)."""
-    ref = href.strip()
-    if not ref or ref.startswith("#"):
-        return True
-    if ref.startswith(("/", "\\")) or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
-        return False
-    return ".." not in re.split(r"[/\\]", ref)
 
 
 def is_local(ref: str) -> bool:
@@ -95,6 +102,7 @@ class OoxmlRules:
         self.name, self.part = name, part
         self.fields: list[list[str]] = []  # open fields (w:fldChar begin), each its instruction text so far
         self.in_instr = 0
+        self.formula: list[str] | None = None  # the text of the open formula element (f, definedName...)
 
     def start(self, tag: str, attrs: dict[str, str]) -> None:
         ns, _, local = tag.rpartition(" ")
@@ -104,15 +112,26 @@ class OoxmlRules:
             self._word(ns, local, attrs)
         elif ns == SVG:
             svg_href(self.name, local, attrs)
+        elif ns in _SHEET:
+            self._sheet(local)
+        elif ns == _MASHUP:
+            raise refused(self.name, f"a Power Query data connection (DataMashup) in {self.part}", ALLOWED_OOXML)
+
+    def _sheet(self, local: str) -> None:
+        if local in _SHEET_LINKS:
+            raise refused(self.name, f"a link to external data ({local}) in {self.part}", ALLOWED_OOXML)
+        if local in _FORMULAS:
+            self.formula = []
 
     def _relationship(self, attrs: dict[str, str]) -> None:
-        kind, target = attrs.get("Type", ""), attrs.get("Target", "")
-        if kind.endswith("/aFChunk"):
-            raise refused(self.name, f"an imported chunk (altChunk) {target!r}")
-        if attrs.get("TargetMode", "").strip().lower() == "external" and kind.endswith(_LINKED) and is_local(target):
-            raise refused(self.name, f"linked {kind.rsplit('/', 1)[-1]} {target!r}")
+        why = relationship_refusal(self.part, attrs.get("Type", ""), attrs.get("Target", ""),
+                                   attrs.get("TargetMode", ""))
+        if why:
+            raise refused(self.name, why, ALLOWED_OOXML)
 
     def _word(self, ns: str, local: str, attrs: dict[str, str]) -> None:
+        if local == "mailMerge":
+            raise refused(self.name, f"a mail merge data source in {self.part}", ALLOWED_OOXML)
         if local == "fldSimple":
             self._check(attrs.get(f"{ns} instr", ""))
         elif local == "instrText":
@@ -129,8 +148,15 @@ class OoxmlRules:
     def end(self, tag: str) -> None:
         if tag.endswith(" instrText") and self.in_instr:
             self.in_instr -= 1
+        elif self.formula is not None:
+            why = formula_refusal("".join(self.formula))
+            if why:
+                raise refused(self.name, f"a formula naming {why} in {self.part}", ALLOWED_FORMULA)
+            self.formula = None
 
     def chars(self, text: str) -> None:
+        if self.formula is not None:
+            self.formula.append(text)
         if self.in_instr:
             if self.fields:
                 self.fields[-1].append(text)
@@ -144,7 +170,7 @@ class OoxmlRules:
     def _check(self, instruction: str) -> None:
         kind = field_type(instruction)
         if kind:
-            raise refused(self.name, f"field {kind} in {self.part}: {instruction.strip()[:120]!r}")
+            raise refused(self.name, f"field {kind} in {self.part}: {instruction.strip()[:120]!r}", _FIELDS_ALLOWED)
 
 
 def svg_href(name: str, local: str, attrs: dict[str, str]) -> None:
@@ -161,17 +187,23 @@ class OdfRules(StartOnly):
         self.name, self.part = name, part
 
     def start(self, tag: str, attrs: dict[str, str]) -> None:
-        if tag in _ODF_DDE:
-            raise refused(self.name, f"a DDE link in {self.part}")
+        if tag in _ODF_DDE or tag in _ODF_DATA:
+            raise refused(self.name, f"a link to external data ({tag.rpartition(' ')[2]}) in {self.part}",
+                          ALLOWED_ODF)
         ns, _, local = tag.rpartition(" ")
         if ns == SVG:
             svg_href(self.name, local, attrs)
             return
-        if tag in _ODF_LINKS:
-            return
-        for key, value in attrs.items():
-            if key in (f"{XLINK} href", f"{_ODF}form:1.0 image-data") and not is_internal(value) and is_local(value):
-                raise refused(self.name, f"{local} linked to {value.strip()[:120]!r} in {self.part}")
+        if tag == _ODF_TEMPLATE:
+            return  # removed from the converter's copy (unlink_external)
+        for key in (f"{XLINK} href", f"{_ODF}form:1.0 image-data"):
+            why = odf_refusal(local, attrs.get(key, ""), tag in _ODF_LINKS, tag in _ODF_LISTENERS)
+            if why:
+                raise refused(self.name, f"{why} in {self.part}", ALLOWED_ODF)
+        for key in _ODF_FORMULA_ATTRS:
+            why = formula_refusal(attrs.get(key, ""))
+            if why:
+                raise refused(self.name, f"a formula naming {why} in {self.part}", ALLOWED_FORMULA)
 
 
 _RTF_FLDINST = re.compile(rb"\\fldinst\b")
@@ -234,32 +266,3 @@ def check_word97(data: bytes, name: str) -> None:
             kind = field_type(instruction)
             if kind:
                 raise refused(name, f"field code {kind}: {instruction.strip()[:120]!r}")
-
-
-def unlink_pictures(data: bytes) -> bytes:
-    """A copy of an OOXML file whose pictures linked to local files link to nothing (the relationship
-    targets become empty); the bytes themselves when there is none."""
-    with zipfile.ZipFile(io.BytesIO(data)) as zin:
-        changed = {i.filename: _unlinked(zin.read(i)) for i in zin.infolist() if i.filename.endswith(".rels")}
-        changed = {k: v for k, v in changed.items() if v is not None}
-        if not changed:
-            return data
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
-            for info in zin.infolist():
-                zout.writestr(info, changed.get(info.filename) or zin.read(info), compress_type=info.compress_type)
-        return out.getvalue()
-
-
-def _unlinked(rels: bytes) -> bytes | None:
-    """The relationships part with local picture links emptied, or None when it has none (checked by
-    :mod:`mmrag.ingest.zipcheck` before: no DTD)."""
-    root = ElementTree.fromstring(rels)
-    hits = [r for r in root if r.get("TargetMode", "").strip().lower() == "external"
-            and r.get("Type", "").endswith(_PICTURE) and is_local(r.get("Target", ""))]
-    if not hits:
-        return None
-    for rel in hits:
-        rel.set("Target", "")
-    ElementTree.register_namespace("", _RELS)
-    return bytes(ElementTree.tostring(root, xml_declaration=True, encoding="UTF-8"))

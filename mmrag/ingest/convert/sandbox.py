@@ -33,10 +33,11 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from mmrag.errors import TooLarge, Unavailable
+from mmrag.ingest.convert.jail_mounts import MERGED_USR, Mount, merged_usr, mount_argv, read_mounts
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,6 @@ INSIDE = Path("/job")  # the job folder as the jailed converter sees it
 _OUT_OF_MEMORY = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory")
 # what every jailed converter reads (when present on the host); the converter adds its own install
 SYSTEM_READS = ("/usr", "/etc/fonts", "/etc/ld.so.cache")
-_MERGED_USR = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,9 @@ def _bwrap() -> str | None:
 
 def jail_argv(folder: JobFolder, reads: Sequence[Path] = ()) -> list[str]:
     """The bubblewrap prefix that runs a command in the jail of ``folder``: every read-only path is
-    named here (system paths that exist, then ``reads``); the job folder is the only writable one."""
+    named here (system paths that exist, then ``reads``); the job folder is the only writable one
+    (at ``/job``, its ``tmp`` also at ``/tmp``). The mounts are ordered so that an install anywhere,
+    even under ``/tmp`` or through a symlink, lands inside what the jail makes (:mod:`.jail_mounts`)."""
     exe = _bwrap()
     if exe is None:
         raise Unavailable("bubblewrap (bwrap) is not installed")
@@ -144,22 +146,16 @@ def jail_argv(folder: JobFolder, reads: Sequence[Path] = ()) -> list[str]:
     uid = _jail_uid()
     if uid is None:
         argv.append("--unshare-user")  # unprivileged: a user namespace, the service's own uid inside
-    made: set[str] = {"/"}
-    for name in _MERGED_USR:  # /bin -> usr/bin on merged-/usr systems; real folders are bound
-        host = Path("/") / name
-        if host.is_symlink():
-            argv += ["--symlink", os.readlink(host), str(host)]
-            made.add(str(host))
-    bound: list[Path] = []
-    for path in [*(Path(p) for p in SYSTEM_READS), *(Path("/") / n for n in _MERGED_USR), *reads]:
-        if str(path) in made or not path.exists() or any(b == path or b in path.parents for b in bound):
-            continue  # absent, a symlink made above, or inside a folder already bound
-        argv += [*_parents(path, made), "--ro-bind", str(path), str(path)]
-        made.add(str(path))
-        bound.append(path)
-    argv += _identity(folder, uid if uid is not None else os.getuid(), made)
-    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(folder.outside), str(INSIDE),
-             "--symlink", str(INSIDE / "tmp"), "/tmp", "--chdir", "/"]  # no relative paths: cwd is /
+    tmp = folder.outside / "tmp"
+    if not tmp.is_dir():
+        folder.mkdir("tmp")
+    made = [*merged_usr(), *_identity(folder, uid if uid is not None else os.getuid()),
+            Mount(PurePosixPath("/proc"), ("--proc", "/proc")), Mount(PurePosixPath("/dev"), ("--dev", "/dev")),
+            Mount(PurePosixPath(INSIDE), ("--bind", str(folder.outside), str(INSIDE))),
+            Mount(PurePosixPath("/tmp"), ("--bind", str(tmp), "/tmp"))]
+    system = [*SYSTEM_READS, *(f"/{n}" for n in MERGED_USR)]
+    argv += mount_argv([*made, *read_mounts([*system, *reads], made, folder.root.parent)])
+    argv += ["--chdir", "/"]  # no relative paths: cwd is /
     if uid is not None:  # root: keep only what setpriv needs to become uid 65534, which then drops all
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
                  shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
@@ -167,22 +163,12 @@ def jail_argv(folder: JobFolder, reads: Sequence[Path] = ()) -> list[str]:
     return [*argv, "--"]
 
 
-def _parents(path: Path, made: set[str]) -> list[str]:
-    """``--dir`` for each missing ancestor, mode 0755 (bubblewrap as root would make them 0700)."""
-    out: list[str] = []
-    for parent in reversed(path.parents):
-        if str(parent) not in made:
-            out += ["--perms", "0755", "--dir", str(parent)]
-            made.add(str(parent))
-    return out
-
-
-def _identity(folder: JobFolder, uid: int, made: set[str]) -> list[str]:
+def _identity(folder: JobFolder, uid: int) -> list[Mount]:
     """/etc/passwd and /etc/group naming only the converter's user (LibreOffice looks itself up)."""
     (folder.root / "passwd").write_text(f"convert:x:{uid}:{uid}:converter:{INSIDE}:/usr/sbin/nologin\n")
     (folder.root / "group").write_text(f"convert:x:{uid}:\n")
-    return [*_parents(Path("/etc/passwd"), made), "--ro-bind", str(folder.root / "passwd"), "/etc/passwd",
-            "--ro-bind", str(folder.root / "group"), "/etc/group"]
+    return [Mount(PurePosixPath("/etc/passwd"), ("--ro-bind", str(folder.root / "passwd"), "/etc/passwd")),
+            Mount(PurePosixPath("/etc/group"), ("--ro-bind", str(folder.root / "group"), "/etc/group"))]
 
 
 @functools.cache
