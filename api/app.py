@@ -22,7 +22,7 @@ from api.contract import install_contract
 from api.errors import install_error_handlers
 from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import CONTENT_TYPE, Metrics, configure_logging, readiness
-from api.routes import answer, corpora, documents, evaluations, jobs, keys, search, web
+from api.routes import answer, corpora, documents, evaluations, jobs, keys, openai_chat, search, web
 from api.schemas import HealthOut, LiveOut, ReadyOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app.include_router(jobs.router)
     app.include_router(answer.router)
     app.include_router(evaluations.router)
+    app.include_router(openai_chat.router)
     app.include_router(web.router)
 
     @app.get("/health", response_model=HealthOut, tags=["health"])

@@ -19,13 +19,15 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from api.auth import PUBLIC, route_scopes
-from api.errors import responses
+from api.errors import responses, speaks_openai
 from api.limits import body_limit
+from api.openai_schemas import OpenAIErrorBody
 from api.schemas import ErrorBody
 from mmrag.config import Settings
 from mmrag.types import SPACES
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+OPENAI_ERROR_REF = {"$ref": "#/components/schemas/OpenAIErrorBody"}  # the errors of the /v1 routes
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 CORPUS = {"corpus": "$response.body#/name"}
 SAME_CORPUS = {"corpus": "$request.path.corpus"}
@@ -54,8 +56,8 @@ LINKS: dict[tuple[str, str, str], list[tuple[str, str, dict[str, str]]]] = {
 }
 
 
-def complete_operation(op: dict[str, Any], scope: str) -> None:
-    """Add the error answers this operation can give and point every error at ErrorBody."""
+def complete_operation(op: dict[str, Any], scope: str, error_ref: dict[str, str] = ERROR_REF) -> None:
+    """Add the error answers this operation can give and point every error at ErrorBody (``error_ref``)."""
     needed: list[int] = []
     has_params = bool(op.get("parameters")) or "requestBody" in op
     if any(p.get("in") == "path" for p in op.get("parameters", [])):
@@ -71,13 +73,14 @@ def complete_operation(op: dict[str, Any], scope: str) -> None:
         op["responses"].setdefault(str(code), {"description": entry["description"]})
     for code, answer in op["responses"].items():
         if code.startswith(("4", "5")) and not _has_own_schema(answer):
-            answer["content"] = {"application/json": {"schema": ERROR_REF}}
+            answer["content"] = {"application/json": {"schema": error_ref}}
 
 
 def _has_own_schema(answer: dict[str, Any]) -> bool:
     """A documented error body other than FastAPI's validation error (e.g. the upload's JobUploadOut)."""
     schema = answer.get("content", {}).get("application/json", {}).get("schema")
-    return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody")
+    return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody",
+                                                                              "OpenAIErrorBody")
 
 
 def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) -> None:
@@ -190,7 +193,8 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     for path, ops in schema["paths"].items():
         for method, op in ops.items():
             if method in METHODS:
-                complete_operation(op, scopes.get((method.upper(), path), PUBLIC))
+                complete_operation(op, scopes.get((method.upper(), path), PUBLIC),
+                                   OPENAI_ERROR_REF if speaks_openai(path) else ERROR_REF)
     describe_body_limits(schema, settings)
     components = schema.setdefault("components", {})
     models = components.setdefault("schemas", {})
@@ -208,6 +212,9 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     if pipeline is not None:
         evaluation_suites(models, pipeline.evaluations)
     models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, model in OpenAIErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")[
+            "$defs"].items():
+        models.setdefault(name, model)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}
     return schema

@@ -112,7 +112,7 @@ class GateMiddleware:
                 scope.setdefault("state", {})["principal"] = principal
             limit, setting = body_limit(scope["method"], path, self.settings)
         except MMRAGError as exc:
-            await error_response(exc)(scope, receive, send)
+            await error_response(exc, scope["path"])(scope, receive, send)
             return
         await self._limited(scope, receive, send, limit, setting)
 
@@ -123,7 +123,7 @@ class GateMiddleware:
                          detail={"limit": setting})
         length = Headers(scope=scope).get("content-length", "")
         if length.isdigit() and int(length) > limit:
-            await error_response(error)(scope, receive, send)
+            await error_response(error, scope["path"])(scope, receive, send)
             return
         seen = 0
 

@@ -253,12 +253,21 @@ class CitationOut(BaseModel):
     visual_tokens: int = 0
 
 
+class UsageOut(BaseModel):
+    prompt_tokens: int = Field(..., description="The VLM's prompt tokens (visual included); extractive: the "
+                                                "retrieval query's words")
+    completion_tokens: int = Field(..., description="Generated tokens; extractive: the answer's words")
+    unit: Literal["tokens", "words"] = Field(..., description="What is counted")
+
+
 class AnswerOut(BaseModel):
     answer: str
     mode: str = Field(..., description="'vlm', or 'extractive' when no VLM is configured/available")
     citations: list[CitationOut]
     timings: dict[str, float]
     notice: str = ""
+    usage: UsageOut | None = None
+    finish_reason: Literal["stop", "length"] = Field("stop", description="length: the answer reached max_new_tokens")
 
 
 class EvaluationIn(BaseModel):
