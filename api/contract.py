@@ -48,6 +48,7 @@ LINKS: dict[tuple[str, str, str], list[tuple[str, str, dict[str, str]]]] = {
         ("DELETE", "/corpora/{corpus}/documents/{document_id}",
          {**SAME_CORPUS, "document_id": "$response.body#/job/files/0/document_id"})],
     ("GET", "/corpora/{corpus}/documents/{document_id}", "200"): [
+        ("GET", "/corpora/{corpus}/pages/{page_id}", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"}),
         ("GET", "/corpora/{corpus}/pages/{page_id}/image", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"})],
     ("POST", "/evaluations", "202"): [
         ("GET", "/evaluations/{job_id}", {"job_id": "$response.body#/id"}),

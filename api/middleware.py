@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.auth import PUBLIC, required_scope
+from api.auth import PUBLIC, route_requirement
 from api.errors import error_response
 from api.limits import body_limit
 from api.observability import REQUEST_ID, Metrics
@@ -92,8 +92,7 @@ class GateMiddleware:
             if match == Match.FULL:
                 needs = self._needs.get(id(route))
                 if needs is None:
-                    dependant = getattr(route, "dependant", None)
-                    needs = self._needs[id(route)] = (required_scope(dependant) if dependant else None) or PUBLIC
+                    needs = self._needs[id(route)] = route_requirement(route)
                 path = re.sub(r"\{(\w+):\w+\}", r"{\1}", str(context.path))
                 return path, needs, dict(child.get("path_params", {}))
         return "unmatched", PUBLIC, {}

@@ -73,6 +73,19 @@ class PageOut(BaseModel):
     thumbnail_url: str
 
 
+class WordOut(BaseModel):
+    text: str
+    box: tuple[float, float, float, float] = Field(..., description="Normalised (x0, y0, x1, y1) in [0, 1]")
+
+
+class PageDetailOut(PageOut):
+    document_id: str
+    filename: str
+    section: list[str] = Field(default_factory=list, description="Headings in force on the page, outermost first")
+    text: str = Field(..., description="The page's words in reading order")
+    words: list[WordOut] = Field(..., description="Each word with its box")
+
+
 class DocumentDetail(DocumentOut):
     pages: list[PageOut]
 

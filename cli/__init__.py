@@ -17,6 +17,7 @@ from cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serv
 from cli.embed_cmd import embed_serve
 from cli.eval_cmd import eval_app
 from cli.keys_cmd import keys_app
+from cli.mcp_cmd import mcp
 from cli.search_cmd import search
 from cli.worker_cmd import worker_app
 
@@ -33,6 +34,7 @@ app.add_typer(eval_app, name="eval")
 app.command(name="answer")(answer)
 app.add_typer(worker_app, name="worker")
 app.add_typer(keys_app, name="keys")
+app.command(name="mcp")(mcp)
 
 
 @app.callback()
