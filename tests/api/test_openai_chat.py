@@ -167,3 +167,23 @@ def test_limits_answer_in_openai_shape(client) -> None:
     assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
     r = client.get("/v1/chat/completions")
     assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_the_rate_of_a_key_is_a_rate_limit_error(settings, minilm) -> None:
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from mmrag.pipeline import build_pipeline
+
+    settings.api.auth, settings.api.rate_per_key, settings.api.rate_burst = "required", 0.01, 2
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    with TestClient(create_app(settings, pipeline)) as http:
+        key = http.app.state.auth.keys.create("admin").secret
+        client = openai.OpenAI(base_url="http://testserver/v1", api_key=key, http_client=http, max_retries=0)
+        assert [m.id for m in client.models.list()] == []
+        client.models.list()
+        with pytest.raises(openai.RateLimitError) as limited:
+            client.models.list()
+        assert limited.value.code == "rate_limit_exceeded" and "MMRAG_API__RATE_PER_KEY" in limited.value.message
+        assert int(limited.value.response.headers["retry-after"]) >= 1
+    pipeline.close()
