@@ -17,11 +17,12 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 from api.auth import PUBLIC, route_scopes
 from api.errors import responses, speaks_openai
 from api.limits import body_limit
-from api.openai_schemas import OpenAIErrorBody
+from api.openai_schemas import ChatCompletionChunk, OpenAIErrorBody
 from api.schemas import ErrorBody
 from mmrag.config import Settings
 from mmrag.types import SPACES
@@ -137,6 +138,34 @@ def something_to_search(model: dict[str, Any], image: bool) -> None:
     model["anyOf"] = ways
 
 
+def a_question_to_answer(models: dict[str, Any], image: bool) -> None:
+    """A chat request needs a user message with text that is not blank or (on a server with an image space) an
+    image: the question. Without an image space a user message holds text parts only."""
+    text = {"type": "string", "pattern": NOT_BLANK}
+    part = {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": text}}
+    ways: list[dict[str, Any]] = [text, {"type": "array", "contains": part}]
+    content = models["UserMessage"]["properties"]["content"]["anyOf"]
+    if image:
+        ways.append({"type": "array", "contains": {"type": "object", "required": ["type", "image_url"],
+                                                   "properties": {"type": {"const": "image_url"}}}})
+    else:
+        content[1]["items"] = {"$ref": "#/components/schemas/TextPart"}
+        models.pop("ImagePart", None)
+        models.pop("ImageUrl", None)
+    question = {"type": "object", "required": ["role", "content"],
+                "properties": {"role": {"const": "user"}, "content": {"anyOf": ways}}}
+    models["ChatCompletionIn"]["properties"]["messages"]["contains"] = question
+
+
+def add_models(models: dict[str, Any], *classes: type[BaseModel]) -> None:
+    """Models that no route names as its JSON body (error bodies, the chunks of a stream) as components."""
+    for cls in classes:
+        schema = cls.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, model in schema.pop("$defs", {}).items():
+            models.setdefault(name, model)
+        models[cls.__name__] = schema
+
+
 def upload_metadata_as_json(schema: dict[str, Any]) -> None:
     """The upload's ``metadata`` part is a JSON object (sent as ``application/json``), not any string."""
     body = schema["paths"]["/corpora/{corpus}/documents"]["post"]["requestBody"]["content"]["multipart/form-data"]
@@ -208,14 +237,12 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     if not image_spaces:
         no_image_queries(schema)
     something_to_search(models["SearchIn"], image=bool(image_spaces))
+    a_question_to_answer(models, image=bool(image_spaces))
     upload_metadata_as_json(schema)
     add_links(schema)
     if pipeline is not None:
         evaluation_suites(models, pipeline.evaluations)
-    models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
-    for name, model in OpenAIErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")[
-            "$defs"].items():
-        models.setdefault(name, model)
+    add_models(models, ErrorBody, OpenAIErrorBody, ChatCompletionChunk)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}
     return schema

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MAX_MESSAGES = 200
-MAX_TEXT = 100_000  # characters of one message or part (the question's own bound is the retriever's)
+MAX_TEXT = 20_000  # characters of one message or part (retrieval reads at most MMRAG_RETRIEVE__MAX_QUERY_CHARS)
+DATA_URL = r"^data:image/[\w.+-]+;base64,[A-Za-z0-9+/=]+$"
 MAX_IMAGE_URL = 30_000_000  # a data URL (the image's own byte limit is checked after decoding the base64)
 
 
@@ -27,7 +28,7 @@ class TextPart(IgnoringModel):
 
 
 class ImageUrl(IgnoringModel):
-    url: str = Field(..., min_length=1, max_length=MAX_IMAGE_URL,
+    url: str = Field(..., min_length=1, max_length=MAX_IMAGE_URL, pattern=DATA_URL,
                      description="A data URL (data:image/png;base64,...): the image is a query image of the "
                                  "retrieval; this server fetches no other URL")
     detail: Literal["auto", "low", "high"] | None = None
@@ -81,7 +82,8 @@ class ChatCompletionIn(IgnoringModel):
                        description="corpus or corpus:space+space (spaces: text, bm25, clip, colpali, document); "
                                    "a corpus the key cannot read is 404 model_not_found")
     messages: list[Message] = Field(..., min_length=1, max_length=MAX_MESSAGES,
-                                    description="The conversation; the last user message is the question")
+                                    description="The conversation; the last user message with text (or an image) "
+                                                "is the question")
     stream: bool | None = Field(False, description="true: chat.completion.chunk events over SSE, then [DONE]")
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens (deprecated name)")
@@ -131,7 +133,7 @@ class ChoiceOut(BaseModel):
     logprobs: None = None
 
 
-class UsageOut(BaseModel):
+class CompletionUsage(BaseModel):
     prompt_tokens: int = Field(..., description="The VLM's prompt tokens (visual included); extractive: the "
                                                 "retrieval query's words")
     completion_tokens: int = Field(..., description="Generated tokens; extractive: the answer's words")
@@ -150,7 +152,7 @@ class ChatCompletionOut(MmragExtras):
     created: int
     model: str
     choices: list[ChoiceOut]
-    usage: UsageOut
+    usage: CompletionUsage
     system_fingerprint: str | None = None
 
 
@@ -176,7 +178,7 @@ class ChatCompletionChunk(BaseModel):
     created: int
     model: str
     choices: list[ChunkChoice]
-    usage: UsageOut | None = None
+    usage: CompletionUsage | None = None
     citations: list[ChatCitation] | None = None
     mode: Literal["vlm", "extractive"] | None = None
     notice: str | None = None

@@ -30,13 +30,13 @@ from api.openai_schemas import (
     ChatCompletionOut,
     ChoiceOut,
     ChunkChoice,
+    CompletionUsage,
     DeltaOut,
     ModelList,
     ModelOut,
     OpenAIErrorBody,
     TextPart,
     UrlCitation,
-    UsageOut,
     UserMessage,
 )
 from api.routes.documents import page_urls
@@ -94,17 +94,22 @@ def text_of(content: Any) -> str:
     return "\n".join(p.text for p in content if isinstance(p, TextPart))
 
 
+def images_of(message: UserMessage) -> list[str]:
+    return [] if isinstance(message.content, str) else [p.image_url.url for p in message.content
+                                                         if not isinstance(p, TextPart)]
+
+
 def question_of(body: ChatCompletionIn, corpus: str, spaces: list[str] | None) -> Question:
-    """The last user message is the question (its text, and its image as a query image); the user and
-    assistant messages before it are the conversation; system and developer messages are instructions."""
-    users = [i for i, m in enumerate(body.messages) if isinstance(m, UserMessage)]
+    """The last user message with text or an image is the question (its image is a query image); the user
+    and assistant messages before it are the conversation; system and developer messages are instructions."""
+    users = [i for i, m in enumerate(body.messages)
+             if isinstance(m, UserMessage) and (text_of(m.content).strip() or images_of(m))]
     if not users:
-        raise InvalidInput("messages has no user message: the last user message is the question",
+        raise InvalidInput("messages has no user message with text or an image: that is the question",
                            detail={"param": "messages", "code": "invalid_value"})
     last = body.messages[users[-1]]
     assert isinstance(last, UserMessage)
-    images = [] if isinstance(last.content, str) else [p.image_url.url for p in last.content
-                                                        if not isinstance(p, TextPart)]
+    images = images_of(last)
     if len(images) > 1:
         raise InvalidInput("the question has more than one image; allowed: one image (a query image)",
                            detail={"param": "messages", "code": "invalid_value"})
@@ -113,9 +118,6 @@ def question_of(body: ChatCompletionIn, corpus: str, spaces: list[str] | None) -
     instructions = "\n".join(text_of(m.content) for m in body.messages if m.role in ("system", "developer"))
     stop = [body.stop] if isinstance(body.stop, str) else list(body.stop or ())
     text = text_of(last.content)
-    if not text.strip() and not images:
-        raise InvalidInput("the last user message has no text and no image; allowed: a question",
-                           detail={"param": "messages", "code": "invalid_value"})
     talk = Conversation(earlier=earlier, instructions=instructions, spaces=spaces, stop=stop)
     return Question(corpus, text, talk, images[0] if images else None)
 
@@ -146,7 +148,7 @@ def start_answer(pipeline: Pipeline, question: Question, body: ChatCompletionIn)
 
 
 @router.post("/chat/completions", response_model=ChatCompletionOut, responses={
-    **ERRORS, 200: {"content": {"text/event-stream": {"schema": ChatCompletionChunk.model_json_schema()}},
+    **ERRORS, 200: {"content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatCompletionChunk"}}},
                     "description": "The answer; with stream, chat.completion.chunk events then [DONE]"}})
 async def chat_completions(body: ChatCompletionIn, request: Request, pipeline: PipelineDep,
                            principal: PrincipalDep) -> Response:
@@ -196,9 +198,9 @@ class Reply:
         return cites, notes
 
     @staticmethod
-    def usage(done: dict[str, Any]) -> UsageOut:
+    def usage(done: dict[str, Any]) -> CompletionUsage:
         used = done["usage"]
-        return UsageOut(prompt_tokens=used["prompt_tokens"], completion_tokens=used["completion_tokens"],
+        return CompletionUsage(prompt_tokens=used["prompt_tokens"], completion_tokens=used["completion_tokens"],
                         total_tokens=used["prompt_tokens"] + used["completion_tokens"])
 
     def completion(self, done: dict[str, Any]) -> ChatCompletionOut:

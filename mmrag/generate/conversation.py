@@ -53,8 +53,10 @@ def word_count(text: str) -> int:
 
 def retrieval_query(question: str, earlier: Sequence[Turn], max_chars: int) -> str:
     """The question, after the most recent earlier user turns that fit in ``max_chars`` (for context:
-    "and in 2021?" after "revenue of Acme in 2020" searches for both). The question itself is never cut."""
-    parts = [question.strip()]
+    "and in 2021?" after "revenue of Acme in 2020" searches for both). A question longer than ``max_chars``
+    is searched by its last ``max_chars`` characters (where a chat client's question usually is); the
+    generator reads it whole."""
+    parts = [question.strip()[-max_chars:].strip()]
     used = len(parts[0])
     for turn in [t for t in earlier if t.role == "user" and t.text.strip()][::-1][:CONTEXT_QUERIES]:
         text = turn.text.strip()

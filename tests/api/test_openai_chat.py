@@ -187,3 +187,19 @@ def test_the_rate_of_a_key_is_a_rate_limit_error(settings, minilm) -> None:
         assert limited.value.code == "rate_limit_exceeded" and "MMRAG_API__RATE_PER_KEY" in limited.value.message
         assert int(limited.value.response.headers["retry-after"]) >= 1
     pipeline.close()
+
+
+def test_the_chat_route_is_in_the_openapi_document_with_openai_errors(client) -> None:
+    schema = client.get("/openapi.json").json()
+    op = schema["paths"]["/v1/chat/completions"]["post"]
+    assert op["security"] == [{"bearer": []}] and {"400", "401", "403", "404", "413", "429"} <= set(op["responses"])
+    for code, answer in op["responses"].items():
+        if code.startswith(("4", "5")):
+            assert answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/OpenAIErrorBody"}
+    ok = op["responses"]["200"]["content"]
+    assert ok["text/event-stream"]["schema"]["$ref"].endswith("/ChatCompletionChunk")
+    assert ok["application/json"]["schema"]["$ref"].endswith("/ChatCompletionOut")
+    models = schema["components"]["schemas"]
+    assert models["ChatCompletionIn"]["properties"]["messages"]["contains"]["properties"]["role"] == {"const": "user"}
+    assert "ImagePart" not in models  # this server has no image space: a user message holds text only
+    assert "/mcp" not in schema["paths"] and "/v1/models" in schema["paths"]

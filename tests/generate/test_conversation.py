@@ -22,7 +22,7 @@ EARLIER = [Turn("user", "What was the revenue of Acme in 2020?"), Turn("assistan
 def test_the_retrieval_query_is_the_question_after_earlier_user_turns() -> None:
     assert retrieval_query("And in 2021?", EARLIER, 2000) == "What was the revenue of Acme in 2020?\nAnd in 2021?"
     assert retrieval_query("And in 2021?", EARLIER, 20) == "And in 2021?"  # no room: the question alone
-    assert retrieval_query("q" * 50, EARLIER, 10) == "q" * 50  # the question itself is never cut
+    assert retrieval_query("a" * 40 + "q" * 10, EARLIER, 10) == "q" * 10  # a long question: its end
     many = [Turn("user", f"question {i}") for i in range(10)]
     assert retrieval_query("now?", many, 2000).splitlines() == ["question 7", "question 8", "question 9", "now?"]
 
