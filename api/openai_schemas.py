@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 MAX_MESSAGES = 200
 MAX_TEXT = 20_000  # characters of one message or part (retrieval reads at most MMRAG_RETRIEVE__MAX_QUERY_CHARS)
@@ -19,6 +19,8 @@ MAX_IMAGE_URL = 30_000_000  # a data URL (the image's own byte limit is checked 
 
 
 class IgnoringModel(BaseModel):
+    """Unknown fields are ignored; known scalars are strict (``true`` is not a number, ``1`` not a boolean)."""
+
     model_config = ConfigDict(extra="ignore")  # fields OpenAI clients add that mmrag has no use for
 
 
@@ -71,7 +73,7 @@ Message = Annotated[SystemMessage | UserMessage | AssistantMessage | ToolMessage
 
 
 class StreamOptions(IgnoringModel):
-    include_usage: bool = Field(False, description="A last chunk with the usage and no choices")
+    include_usage: StrictBool = Field(False, description="A last chunk with the usage and no choices")
 
 
 class ChatCompletionIn(IgnoringModel):
@@ -84,15 +86,15 @@ class ChatCompletionIn(IgnoringModel):
     messages: list[Message] = Field(..., min_length=1, max_length=MAX_MESSAGES,
                                     description="The conversation; the last user message with text (or an image) "
                                                 "is the question")
-    stream: bool | None = Field(False, description="true: chat.completion.chunk events over SSE, then [DONE]")
+    stream: StrictBool | None = Field(False, description="true: chat.completion.chunk events over SSE, then [DONE]")
     stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens (deprecated name)")
-    max_completion_tokens: int | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
-    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (0: greedy)")
+    max_tokens: StrictInt | None = Field(None, ge=1, le=8192, description="Cap on generated tokens (deprecated name)")
+    max_completion_tokens: StrictInt | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
+    temperature: float | None = Field(None, ge=0, le=2, strict=True, description="Sampling temperature (0: greedy)")
     stop: Annotated[str, Field(min_length=1, max_length=200)] | Annotated[
         list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=4)] | None = Field(
         None, description="Up to 4 sequences; the answer ends before the first of them")
-    n: int | None = Field(None, ge=1, le=1, description="Choices to return: only 1")
+    n: StrictInt | None = Field(None, ge=1, le=1, description="Choices to return: only 1")
     user: str | None = Field(None, max_length=200, description="Ignored (OpenAI's end-user id)")
 
 
