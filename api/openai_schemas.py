@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 MAX_MESSAGES = 200
 MAX_TEXT = 20_000  # characters of one message or part (retrieval reads at most MMRAG_RETRIEVE__MAX_QUERY_CHARS)
 DATA_URL = r"^data:image/[\w.+-]+;base64,[A-Za-z0-9+/=]+$"
 MAX_IMAGE_URL = 30_000_000  # a data URL (the image's own byte limit is checked after decoding the base64)
+
+
+def json_number(value: Any) -> Any:
+    """A JSON number only: ``true`` and ``"5"`` are refused (pydantic's lax mode would take them), ``5.0`` is
+    an integer (as JSON Schema says)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+Tokens = Annotated[int, Field(ge=1, le=8192), BeforeValidator(json_number)]
+Temperature = Annotated[float, Field(ge=0, le=2), BeforeValidator(json_number)]
+OnlyOne = Annotated[int, Field(ge=1, le=1), BeforeValidator(json_number)]
 
 
 class IgnoringModel(BaseModel):
@@ -88,13 +101,13 @@ class ChatCompletionIn(IgnoringModel):
                                                 "is the question")
     stream: StrictBool | None = Field(False, description="true: chat.completion.chunk events over SSE, then [DONE]")
     stream_options: StreamOptions | None = None
-    max_tokens: StrictInt | None = Field(None, ge=1, le=8192, description="Cap on generated tokens (deprecated name)")
-    max_completion_tokens: StrictInt | None = Field(None, ge=1, le=8192, description="Cap on generated tokens")
-    temperature: float | None = Field(None, ge=0, le=2, strict=True, description="Sampling temperature (0: greedy)")
+    max_tokens: Tokens | None = Field(None, description="Cap on generated tokens (deprecated name)")
+    max_completion_tokens: Tokens | None = Field(None, description="Cap on generated tokens")
+    temperature: Temperature | None = Field(None, description="Sampling temperature (0: greedy)")
     stop: Annotated[str, Field(min_length=1, max_length=200)] | Annotated[
         list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=4)] | None = Field(
         None, description="Up to 4 sequences; the answer ends before the first of them")
-    n: StrictInt | None = Field(None, ge=1, le=1, description="Choices to return: only 1")
+    n: OnlyOne | None = Field(None, description="Choices to return: only 1")
     user: str | None = Field(None, max_length=200, description="Ignored (OpenAI's end-user id)")
 
 

@@ -55,6 +55,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         403: "The key may not read this corpus", 404: "model_not_found: no corpus of that name the key may read",
         413: "Too large", 429: "Over the key's rate, or the VLM is full: retry after Retry-After seconds",
         503: "The answer service is unavailable"}.items()}
+CHUNK_EVENT = {  # one event of the stream: a chunk as JSON, an error after streaming began, or the end
+    "type": "object", "required": ["data"], "properties": {"data": {"anyOf": [
+        {"const": "[DONE]"},
+        {"type": "string", "contentMediaType": "application/json",
+         "contentSchema": {"anyOf": [{"$ref": "#/components/schemas/ChatCompletionChunk"},
+                                     {"$ref": "#/components/schemas/OpenAIErrorBody"}]}}]}}}
 TOP_K = 5  # pages retrieved as candidate evidence (the answer route's default)
 DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,(?P<data>.*)$", re.S)
 
@@ -148,7 +154,7 @@ def start_answer(pipeline: Pipeline, question: Question, body: ChatCompletionIn)
 
 
 @router.post("/chat/completions", response_model=ChatCompletionOut, responses={
-    **ERRORS, 200: {"content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatCompletionChunk"}}},
+    **ERRORS, 200: {"content": {"text/event-stream": {"schema": CHUNK_EVENT}},
                     "description": "The answer; with stream, chat.completion.chunk events then [DONE]"}})
 async def chat_completions(body: ChatCompletionIn, request: Request, pipeline: PipelineDep,
                            principal: PrincipalDep) -> Response:

@@ -197,7 +197,8 @@ def test_the_chat_route_is_in_the_openapi_document_with_openai_errors(client) ->
         if code.startswith(("4", "5")):
             assert answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/OpenAIErrorBody"}
     ok = op["responses"]["200"]["content"]
-    assert ok["text/event-stream"]["schema"]["$ref"].endswith("/ChatCompletionChunk")
+    chunk = ok["text/event-stream"]["schema"]["properties"]["data"]["anyOf"][1]["contentSchema"]["anyOf"][0]
+    assert chunk["$ref"].endswith("/ChatCompletionChunk")
     assert ok["application/json"]["schema"]["$ref"].endswith("/ChatCompletionOut")
     models = schema["components"]["schemas"]
     assert models["ChatCompletionIn"]["properties"]["messages"]["contains"]["properties"]["role"] == {"const": "user"}
