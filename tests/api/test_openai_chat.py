@@ -167,6 +167,9 @@ def test_limits_answer_in_openai_shape(client) -> None:
     assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
     r = client.get("/v1/chat/completions")
     assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+    padded = b"{" + b" " * (4000 + 300 * 1024) + b"}"
+    r = client.post("/mcp", content=padded, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"] == "too_large"  # /mcp: the search tool's image, as /search
 
 
 def test_the_rate_of_a_key_is_a_rate_limit_error(settings, minilm) -> None:
