@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.routing import Route
@@ -37,6 +38,7 @@ from mmrag.generate.answer import event_payloads, final_answer
 from mmrag.pipeline import Pipeline
 
 PAGE_URI = "mmrag://corpora/{corpus}/pages/{page_id}"
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # every tool reads this server's corpora
 INSTRUCTIONS = ("mmrag searches and answers from document corpora (PDFs, scans, images). list_corpora, then "
                 "search a corpus or ask it a question with answer (it cites pages); get_page reads a page.")
 
@@ -131,7 +133,8 @@ async def call(what: Callable[[], Any], error: type[Exception] = ToolError) -> A
 def build_mcp(library_of: LibraryOf) -> MCPServer:
     mcp = MCPServer("mmrag", version=__version__, instructions=INSTRUCTIONS)
 
-    @mcp.tool(description="The corpora this key may read: name, documents, pages, search spaces.")
+    @mcp.tool(description="The corpora this key may read: name, documents, pages, search spaces.",
+              annotations=READ_ONLY)
     async def list_corpora(ctx: Context) -> dict[str, Any]:
         return {"corpora": await call(library_of(ctx).corpora)}
 
@@ -139,7 +142,7 @@ def build_mcp(library_of: LibraryOf) -> MCPServer:
         body = SearchIn.model_validate(fields)
         return {"results": await call(lambda: library_of(ctx).search(corpus, body))}
 
-    mcp.add_tool(with_parameters(search, model_parameters(SearchIn)), name="search",
+    mcp.add_tool(with_parameters(search, model_parameters(SearchIn)), name="search", annotations=READ_ONLY,
                  description="Hybrid search of a corpus (the REST search's fields: query, top_k, metadata filters, "
                              "document_ids, pages range, spaces, ...): ranked pages with snippets and word boxes.")
 
@@ -148,11 +151,12 @@ def build_mcp(library_of: LibraryOf) -> MCPServer:
         return dict(await call(lambda: library_of(ctx).answer(corpus, body)))
 
     mcp.add_tool(with_parameters(answer, model_parameters(AnswerIn, skip=("stream",))), name="answer",
+                 annotations=READ_ONLY,
                  description="Answer a question from a corpus: the answer with [n] markers and the cited pages "
                              "(mode extractive, with a notice, when the server has no VLM).")
 
     @mcp.tool(description="One page: its text, word boxes (normalised x0, y0, x1, y1), document, and its image.",
-              structured_output=False)
+              structured_output=False, annotations=READ_ONLY)
     async def get_page(corpus: Annotated[str, Field(min_length=1, max_length=63)],
                        page_id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$")],
                        ctx: Context) -> list[str | Image]:

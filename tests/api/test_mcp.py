@@ -58,6 +58,7 @@ async def check_one_tenant(connect: Connect, own: str, pages: dict[str, str], ot
     async with connect() as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert set(tools) == {"list_corpora", "search", "get_page", "answer"}
+        assert all(t.annotations is not None and t.annotations.read_only_hint for t in tools.values())
         search_props = tools["search"].input_schema["properties"]
         assert {"corpus", "query", "top_k", "metadata", "pages", "document_ids", "spaces"} <= set(search_props)
         assert tools["answer"].input_schema["properties"]["question"]["maxLength"] == 4000
