@@ -27,6 +27,7 @@ from mmrag.keys import KeyStore
 from tests.api.tenants import DOCS, SECRET, Tenants, pdf
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]  # `python -m cli` runs from the repository root
 Connect = Callable[[], AbstractAsyncContextManager[ClientSession]]
 
 
@@ -43,7 +44,7 @@ async def over_http(url: str, key: str | None) -> AsyncIterator[ClientSession]:
 @asynccontextmanager
 async def over_stdio(args: list[str], env: dict[str, str]) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp", *args],
-                                   env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, cwd=str(Path.cwd()))
+                                   env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, cwd=str(ROOT))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
