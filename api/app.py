@@ -20,9 +20,10 @@ from fastapi.responses import JSONResponse, Response
 from api.auth import AuthGate
 from api.contract import install_contract
 from api.errors import install_error_handlers
+from api.mcp_server import mount_mcp
 from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import CONTENT_TYPE, Metrics, configure_logging, readiness
-from api.routes import answer, corpora, documents, evaluations, jobs, keys, search, web
+from api.routes import answer, corpora, documents, evaluations, jobs, keys, openai_chat, search, web
 from api.schemas import HealthOut, LiveOut, ReadyOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
@@ -56,7 +57,8 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
         log.info("mmrag serving data folder %s; spaces %s; off: %s", settings.data_dir,
                  sorted(app.state.pipeline.spaces), app.state.pipeline.unavailable or "none")
         try:
-            yield
+            async with app.state.mcp.manager.run():  # the MCP endpoint's sessions live as long as the app
+                yield
         finally:
             app.state.auth.close()
             if os.path.exists(marker):
@@ -77,7 +79,9 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app.include_router(jobs.router)
     app.include_router(answer.router)
     app.include_router(evaluations.router)
+    app.include_router(openai_chat.router)
     app.include_router(web.router)
+    app.state.mcp = mount_mcp(app)  # /mcp: MCP's streamable HTTP transport (not in the OpenAPI document)
 
     @app.get("/health", response_model=HealthOut, tags=["health"])
     def health() -> HealthOut:

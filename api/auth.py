@@ -139,7 +139,12 @@ class AuthGate:
                                                          f"this machine's own clients, and this one {why}"
                                                          if why else ""))
         scheme, _, secret = header.partition(" ")
-        key = self.keys.resolve(secret.strip()) if scheme.lower() == "bearer" else None
+        return self.key_principal(secret.strip() if scheme.lower() == "bearer" else "")
+
+    def key_principal(self, secret: str) -> Principal:
+        """The principal of a key (the bearer header's, or ``mmrag mcp --key``'s): 401 for an unknown or
+        revoked one, 429 over its rate."""
+        key = self.keys.resolve(secret) if secret else None
         if key is None:
             raise Unauthorized("the API key is unknown, malformed or revoked; send 'Authorization: Bearer KEY'")
         wait = self.rate.take(key.id)
@@ -190,12 +195,20 @@ def route_scopes(app: Any) -> dict[tuple[str, str], str]:
     from each route's dependencies, so the contract and the route-table test cannot drift."""
     out: dict[tuple[str, str], str] = {}
     for route in iter_route_contexts(app.routes):
-        dependant = getattr(route.original_route, "dependant", None)
-        found = required_scope(dependant) if dependant is not None else None
+        found = route_requirement(route.original_route)
         path = re.sub(r"\{(\w+):\w+\}", r"{\1}", str(route.path))  # {name:path} -> {name}, as in OpenAPI
         for method in route.methods or ():
-            out[(method, path)] = found or PUBLIC
+            out[(method, path)] = found
     return out
+
+
+def route_requirement(route: Any) -> str:
+    """What one route requires: from its dependencies (FastAPI routes), or its endpoint's ``required_scope``
+    (a plain ASGI endpoint such as the MCP transport); ``public`` when neither says."""
+    dependant = getattr(route, "dependant", None)
+    if dependant is not None:
+        return required_scope(dependant) or PUBLIC
+    return str(getattr(getattr(route, "endpoint", None), "required_scope", None) or PUBLIC)
 
 
 def required_scope(dependant: Any) -> str | None:

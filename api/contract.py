@@ -17,15 +17,18 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 from api.auth import PUBLIC, route_scopes
-from api.errors import responses
+from api.errors import responses, speaks_openai
 from api.limits import body_limit
+from api.openai_schemas import ChatCompletionChunk, OpenAIErrorBody
 from api.schemas import ErrorBody
 from mmrag.config import Settings
 from mmrag.types import SPACES
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+OPENAI_ERROR_REF = {"$ref": "#/components/schemas/OpenAIErrorBody"}  # the errors of the /v1 routes
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 CORPUS = {"corpus": "$response.body#/name"}
 SAME_CORPUS = {"corpus": "$request.path.corpus"}
@@ -46,6 +49,7 @@ LINKS: dict[tuple[str, str, str], list[tuple[str, str, dict[str, str]]]] = {
         ("DELETE", "/corpora/{corpus}/documents/{document_id}",
          {**SAME_CORPUS, "document_id": "$response.body#/job/files/0/document_id"})],
     ("GET", "/corpora/{corpus}/documents/{document_id}", "200"): [
+        ("GET", "/corpora/{corpus}/pages/{page_id}", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"}),
         ("GET", "/corpora/{corpus}/pages/{page_id}/image", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"})],
     ("POST", "/evaluations", "202"): [
         ("GET", "/evaluations/{job_id}", {"job_id": "$response.body#/id"}),
@@ -54,8 +58,8 @@ LINKS: dict[tuple[str, str, str], list[tuple[str, str, dict[str, str]]]] = {
 }
 
 
-def complete_operation(op: dict[str, Any], scope: str) -> None:
-    """Add the error answers this operation can give and point every error at ErrorBody."""
+def complete_operation(op: dict[str, Any], scope: str, error_ref: dict[str, str] = ERROR_REF) -> None:
+    """Add the error answers this operation can give and point every error at ErrorBody (``error_ref``)."""
     needed: list[int] = []
     has_params = bool(op.get("parameters")) or "requestBody" in op
     if any(p.get("in") == "path" for p in op.get("parameters", [])):
@@ -71,13 +75,14 @@ def complete_operation(op: dict[str, Any], scope: str) -> None:
         op["responses"].setdefault(str(code), {"description": entry["description"]})
     for code, answer in op["responses"].items():
         if code.startswith(("4", "5")) and not _has_own_schema(answer):
-            answer["content"] = {"application/json": {"schema": ERROR_REF}}
+            answer["content"] = {"application/json": {"schema": error_ref}}
 
 
 def _has_own_schema(answer: dict[str, Any]) -> bool:
     """A documented error body other than FastAPI's validation error (e.g. the upload's JobUploadOut)."""
     schema = answer.get("content", {}).get("application/json", {}).get("schema")
-    return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody")
+    return bool(schema) and schema.get("$ref", "").rsplit("/", 1)[-1] not in ("HTTPValidationError", "ErrorBody",
+                                                                              "OpenAIErrorBody")
 
 
 def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) -> None:
@@ -131,6 +136,34 @@ def something_to_search(model: dict[str, Any], image: bool) -> None:
         ways += [{"required": ["image_base64"], "properties": {"image_base64": {"type": "string"}}},
                  {"required": ["image_page_id"], "properties": {"image_page_id": {"type": "string"}}}]
     model["anyOf"] = ways
+
+
+def a_question_to_answer(models: dict[str, Any], image: bool) -> None:
+    """A chat request needs a user message with text that is not blank or (on a server with an image space) an
+    image: the question. Without an image space a user message holds text parts only."""
+    text = {"type": "string", "pattern": NOT_BLANK}
+    part = {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": text}}
+    ways: list[dict[str, Any]] = [text, {"type": "array", "contains": part}]
+    content = models["UserMessage"]["properties"]["content"]["anyOf"]
+    if image:
+        ways.append({"type": "array", "contains": {"type": "object", "required": ["type", "image_url"],
+                                                   "properties": {"type": {"const": "image_url"}}}})
+    else:
+        content[1]["items"] = {"$ref": "#/components/schemas/TextPart"}
+        models.pop("ImagePart", None)
+        models.pop("ImageUrl", None)
+    question = {"type": "object", "required": ["role", "content"],
+                "properties": {"role": {"const": "user"}, "content": {"anyOf": ways}}}
+    models["ChatCompletionIn"]["properties"]["messages"]["contains"] = question
+
+
+def add_models(models: dict[str, Any], *classes: type[BaseModel]) -> None:
+    """Models that no route names as its JSON body (error bodies, the chunks of a stream) as components."""
+    for cls in classes:
+        schema = cls.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, model in schema.pop("$defs", {}).items():
+            models.setdefault(name, model)
+        models[cls.__name__] = schema
 
 
 def upload_metadata_as_json(schema: dict[str, Any]) -> None:
@@ -190,7 +223,8 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     for path, ops in schema["paths"].items():
         for method, op in ops.items():
             if method in METHODS:
-                complete_operation(op, scopes.get((method.upper(), path), PUBLIC))
+                complete_operation(op, scopes.get((method.upper(), path), PUBLIC),
+                                   OPENAI_ERROR_REF if speaks_openai(path) else ERROR_REF)
     describe_body_limits(schema, settings)
     components = schema.setdefault("components", {})
     models = components.setdefault("schemas", {})
@@ -203,11 +237,12 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     if not image_spaces:
         no_image_queries(schema)
     something_to_search(models["SearchIn"], image=bool(image_spaces))
+    a_question_to_answer(models, image=bool(image_spaces))
     upload_metadata_as_json(schema)
     add_links(schema)
     if pipeline is not None:
         evaluation_suites(models, pipeline.evaluations)
-    models["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+    add_models(models, ErrorBody, OpenAIErrorBody, ChatCompletionChunk)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}
     return schema

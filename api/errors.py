@@ -1,4 +1,5 @@
-"""The only place where mmrag errors become HTTP status codes."""
+"""The only place where mmrag errors become HTTP status codes, in our body (:class:`api.schemas.ErrorBody`)
+or, on the OpenAI-compatible routes under ``/v1/``, in OpenAI's (``{"error": {message, type, param, code}}``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from api.openai_schemas import error_body
 from api.schemas import ErrorBody
 from mmrag import errors
+
+OPENAI_PREFIX = "/v1/"  # routes that speak OpenAI's wire format, errors included
+OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "invalid_request_error", 413: "invalid_request_error", 415: "invalid_request_error",
+                422: "invalid_request_error", 429: "rate_limit_error"}
+OPENAI_CODES = {401: "invalid_api_key", 403: "insufficient_permissions", 413: "request_too_large",
+                429: "rate_limit_exceeded", 503: "service_unavailable"}
 
 STATUS: list[tuple[type[errors.MMRAGError], int]] = [
     (errors.UnsupportedMediaType, 415),
@@ -35,13 +44,28 @@ def error_payload(exc: errors.MMRAGError) -> dict[str, Any]:
     return {"error": exc.code, "message": exc.message, "detail": exc.detail}
 
 
-def error_response(exc: errors.MMRAGError) -> JSONResponse:
+def speaks_openai(path: str) -> bool:
+    return path.startswith(OPENAI_PREFIX)
+
+
+def openai_payload(status: int, message: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """OpenAI's error body: ``type`` from the status, ``param`` and ``code`` from the error's detail when
+    it names them (e.g. ``model`` / ``model_not_found``)."""
+    detail = detail or {}
+    param, code = detail.get("param"), detail.get("code", OPENAI_CODES.get(status))
+    kind = OPENAI_TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
+    return error_body(message, kind, param, code)
+
+
+def error_response(exc: errors.MMRAGError, path: str = "") -> JSONResponse:
     headers = {}
     if isinstance(exc, errors.Overloaded):
         headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
     if isinstance(exc, errors.Unauthorized):
         headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(error_payload(exc), status_code=status_of(exc), headers=headers)
+    status = status_of(exc)
+    body = openai_payload(status, exc.message, exc.detail) if speaks_openai(path) else error_payload(exc)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -56,12 +80,17 @@ def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(errors.MMRAGError)
-    async def _mmrag(_: Request, exc: errors.MMRAGError) -> JSONResponse:
-        return error_response(exc)
+    async def _mmrag(request: Request, exc: errors.MMRAGError) -> JSONResponse:
+        return error_response(exc, request.url.path)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()]
+        if speaks_openai(request.url.path):  # OpenAI answers an invalid request with 400 and the field's path
+            first = exc.errors()[0].get("loc", ()) if exc.errors() else ()
+            param = ".".join(str(p) for p in first[1:]) or None  # without the leading "body"
+            return JSONResponse(openai_payload(400, "; ".join(problems), {"param": param, "code": "invalid_value"}),
+                                status_code=400)
         return JSONResponse({"error": "invalid_request", "message": "; ".join(problems),
                              "detail": {"errors": jsonable(exc.errors())}}, status_code=422)
 
@@ -75,8 +104,9 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
         elif exc.status_code == 400:
             message = f"the request body could not be read: {exc.detail}"
-        return JSONResponse({"error": code, "message": message, "detail": {}}, status_code=exc.status_code,
-                            headers=headers)
+        body = openai_payload(exc.status_code, message) if speaks_openai(request.url.path) else {
+            "error": code, "message": message, "detail": {}}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
 
 def allowed_methods(request: Request) -> list[str]:

@@ -62,7 +62,9 @@ class JobQuota:
 
 # Request bodies per route: uploads may be large, searches carry one query image, the rest is small JSON.
 UPLOAD_ROUTES = frozenset({("POST", "/corpora/{corpus}/documents")})
-IMAGE_ROUTES = {("POST", "/corpora/{corpus}/search/image"): 1.0, ("POST", "/corpora/{corpus}/search"): 4 / 3}
+IMAGE_ROUTES = {("POST", "/corpora/{corpus}/search/image"): 1.0, ("POST", "/corpora/{corpus}/search"): 4 / 3,
+                ("POST", "/v1/chat/completions"): 4 / 3,  # a base64 image (a data URL) in the question
+                ("POST", "/mcp"): 4 / 3}  # the search tool's image_base64
 _ENVELOPE = 256 * 1024  # the rest of a search request besides its image (query, filters, multipart headers)
 
 

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.auth import PUBLIC, required_scope
+from api.auth import PUBLIC, route_requirement
 from api.errors import error_response
 from api.limits import body_limit
 from api.observability import REQUEST_ID, Metrics
@@ -92,8 +92,7 @@ class GateMiddleware:
             if match == Match.FULL:
                 needs = self._needs.get(id(route))
                 if needs is None:
-                    dependant = getattr(route, "dependant", None)
-                    needs = self._needs[id(route)] = (required_scope(dependant) if dependant else None) or PUBLIC
+                    needs = self._needs[id(route)] = route_requirement(route)
                 path = re.sub(r"\{(\w+):\w+\}", r"{\1}", str(context.path))
                 return path, needs, dict(child.get("path_params", {}))
         return "unmatched", PUBLIC, {}
@@ -112,7 +111,7 @@ class GateMiddleware:
                 scope.setdefault("state", {})["principal"] = principal
             limit, setting = body_limit(scope["method"], path, self.settings)
         except MMRAGError as exc:
-            await error_response(exc)(scope, receive, send)
+            await error_response(exc, scope["path"])(scope, receive, send)
             return
         await self._limited(scope, receive, send, limit, setting)
 
@@ -123,7 +122,7 @@ class GateMiddleware:
                          detail={"limit": setting})
         length = Headers(scope=scope).get("content-length", "")
         if length.isdigit() and int(length) > limit:
-            await error_response(error)(scope, receive, send)
+            await error_response(error, scope["path"])(scope, receive, send)
             return
         seen = 0
 

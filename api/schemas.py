@@ -73,6 +73,19 @@ class PageOut(BaseModel):
     thumbnail_url: str
 
 
+class WordOut(BaseModel):
+    text: str
+    box: tuple[float, float, float, float] = Field(..., description="Normalised (x0, y0, x1, y1) in [0, 1]")
+
+
+class PageDetailOut(PageOut):
+    document_id: str
+    filename: str
+    section: list[str] = Field(default_factory=list, description="Headings in force on the page, outermost first")
+    text: str = Field(..., description="The page's words in reading order")
+    words: list[WordOut] = Field(..., description="Each word with its box")
+
+
 class DocumentDetail(DocumentOut):
     pages: list[PageOut]
 
@@ -264,12 +277,21 @@ class CitationOut(BaseModel):
     visual_tokens: int = 0
 
 
+class UsageOut(BaseModel):
+    prompt_tokens: int = Field(..., description="The VLM's prompt tokens (visual included); extractive: the "
+                                                "retrieval query's words")
+    completion_tokens: int = Field(..., description="Generated tokens; extractive: the answer's words")
+    unit: Literal["tokens", "words"] = Field(..., description="What is counted")
+
+
 class AnswerOut(BaseModel):
     answer: str
     mode: str = Field(..., description="'vlm', or 'extractive' when no VLM is configured/available")
     citations: list[CitationOut]
     timings: dict[str, float]
     notice: str = ""
+    usage: UsageOut | None = None
+    finish_reason: Literal["stop", "length"] = Field("stop", description="length: the answer reached max_new_tokens")
 
 
 class EvaluationIn(BaseModel):

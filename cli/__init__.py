@@ -17,6 +17,7 @@ from cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serv
 from cli.embed_cmd import embed_serve
 from cli.eval_cmd import eval_app
 from cli.keys_cmd import keys_app
+from cli.mcp_cmd import mcp
 from cli.rank_cmd import rank_app
 from cli.search_cmd import search
 from cli.worker_cmd import worker_app
@@ -35,6 +36,7 @@ app.command(name="answer")(answer)
 app.add_typer(worker_app, name="worker")
 app.add_typer(keys_app, name="keys")
 app.add_typer(rank_app, name="rank")
+app.command(name="mcp")(mcp)
 
 
 @app.callback()

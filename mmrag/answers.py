@@ -29,8 +29,9 @@ class Answers:
     """Owns the answer service: retrieval + VLM (or extractive) answers over the process's corpora."""
 
     def __init__(self, search: SearchFn, load_page_image: LoadPageImage, vlm: VLMConfig,
-                 unavailable: dict[str, str]) -> None:
+                 unavailable: dict[str, str], max_query_chars: int = 2000) -> None:
         self.search = search
+        self.max_query_chars = max_query_chars  # the retriever's bound on a query (a conversation's stays under it)
         self.load_page_image = load_page_image  # (corpus, page id) -> PNG bytes
         self.vlm = vlm
         self.unavailable = unavailable  # shared with the pipeline: "vlm" -> why answers are extractive
@@ -58,7 +59,7 @@ class Answers:
         if vlm.backend == "transformers":
             go_offline_if_unreachable()
         try:
-            return AnswerService.from_config(self.search, self.load_page_image, vlm)
+            return AnswerService.from_config(self.search, self.load_page_image, vlm, self.max_query_chars)
         except LOAD_ERRORS as exc:
             reason = exc.message if isinstance(exc, MMRAGError) else str(exc)
             self.unavailable["vlm"] = f"{vlm.model}: {reason}"
@@ -67,7 +68,8 @@ class Answers:
                                  default_visual_token_budget=vlm.visual_token_budget,
                                  max_tokens_per_image=vlm.max_visual_tokens_per_image,
                                  default_max_new_tokens=vlm.max_new_tokens,
-                                 extractive_reason=f"The VLM {vlm.model} could not be loaded ({one_line(reason)})")
+                                 extractive_reason=f"The VLM {vlm.model} could not be loaded ({one_line(reason)})",
+                                 max_query_chars=self.max_query_chars)
 
     def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
         """One answer as plain data (the evaluation's ``Answerer``): the answer service's ``done`` event."""

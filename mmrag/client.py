@@ -154,6 +154,16 @@ class Client:
             time.sleep(every)
         return job
 
+    def page(self, corpus: str, page_id: str) -> Json:
+        """A page with its text and word boxes (``GET /corpora/{corpus}/pages/{page_id}``)."""
+        return dict(self.call("GET", f"/corpora/{corpus}/pages/{page_id}"))
+
+    def page_image(self, corpus: str, page_id: str) -> bytes:
+        """The page's image (PNG)."""
+        response = self.http.get(f"/corpora/{corpus}/pages/{page_id}/image")
+        raise_for(response)
+        return response.content
+
     # search and answers --------------------------------------------------------------
     def search(self, corpus: str, request: SearchRequest) -> Json:
         """``{"results": [...], "timings": {...}}`` of a search."""

@@ -1,4 +1,4 @@
-"""Documents: upload (multipart, several files), list, get, delete; page images."""
+"""Documents: upload (multipart, several files), list, get, delete; pages (text, word boxes) and their images."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ from api.schemas import (
     FileError,
     JobOut,
     JobUploadOut,
+    PageDetailOut,
     PageOut,
     UploadMetadata,
+    WordOut,
 )
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
@@ -44,10 +46,28 @@ UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsu
                    503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)"}
 
 
-def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
-    base = request.app.state.settings.api.public_url.rstrip("/")
-    image = f"{base}/corpora/{corpus}/pages/{page_id}/image"
+def page_links(public_url: str, corpus: str, page_id: str) -> tuple[str, str]:
+    """(image URL, thumbnail URL) of a page under MMRAG_API__PUBLIC_URL (relative when it is empty)."""
+    image = f"{public_url.rstrip('/')}/corpora/{corpus}/pages/{page_id}/image"
     return image, f"{image}?width=256"
+
+
+def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
+    return page_links(request.app.state.settings.api.public_url, corpus, page_id)
+
+
+def page_detail(pipeline: Pipeline, corpus: str, page_id: str) -> PageDetailOut:
+    """A page with its text and word boxes (the REST route and the MCP tool ``get_page``)."""
+    info = pipeline.catalog.page_info(corpus, page_id)  # 404 for an unknown corpus or page
+    doc = pipeline.catalog.document(corpus, info.document_id)
+    words = pipeline.catalog.page_words(corpus, [page_id]).get(page_id, [])
+    text = pipeline.catalog.page_plain_texts(corpus, [page_id]).get(page_id, "")
+    image, thumb = page_links(pipeline.settings.api.public_url, corpus, page_id)
+    return PageDetailOut(id=info.id, number=info.number, width=info.width, height=info.height,
+                         text_source=info.text_source.value, text_chars=info.text_chars, image_url=image,
+                         thumbnail_url=thumb, document_id=info.document_id, filename=doc.filename,
+                         section=list(info.context), text=text,
+                         words=[WordOut(text=w.text, box=w.bbox) for w in words])
 
 
 def document_out(info: DocumentInfo, status_: str = "stored", timings: dict[str, float] | None = None) -> DocumentOut:
@@ -193,6 +213,12 @@ def get_document(corpus: str, document_id: str, request: Request, pipeline: Pipe
 def delete_document(corpus: str, document_id: str, pipeline: PipelineDep, _: WriteDep) -> None:
     """Delete a document: its vectors, pages and images."""
     pipeline.corpora.delete_document(corpus, document_id)
+
+
+@router.get("/pages/{page_id}", response_model=PageDetailOut, responses=responses(404))
+def get_page(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep) -> PageDetailOut:
+    """A page: its number, document, text and word boxes (normalised x0, y0, x1, y1), and its image URL."""
+    return page_detail(pipeline, corpus, page_id)
 
 
 @router.get("/pages/{page_id}/image", responses={**responses(404), 200: {"content": {"image/png": {}}}},

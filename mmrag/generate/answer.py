@@ -21,12 +21,22 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from mmrag.errors import InvalidInput, MMRAGError, Overloaded, error_for_code
 from mmrag.generate.base import GenerationRequest, ImageInput, RequestTimings, image_input
+from mmrag.generate.conversation import (
+    IMAGE_QUESTION,
+    Conversation,
+    StopScanner,
+    Usage,
+    conversation_lines,
+    cut_at_stop,
+    retrieval_query,
+    word_count,
+)
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.factory import build_engine
 from mmrag.generate.visual_tokens import split_budget
@@ -77,6 +87,8 @@ class AnswerDone:
     citations: list[Citation]  # pages cited with [n] (all given pages when none is marked)
     timings: dict[str, float] = field(default_factory=dict)
     notice: str = ""  # e.g. why the answer is extractive
+    usage: Usage = field(default_factory=lambda: Usage(0, 0))  # what was read and written (see Usage)
+    finish_reason: Literal["stop", "length"] = "stop"  # length: generation reached max_new_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +144,16 @@ def unique_pages(evidence: list[Evidence]) -> list[Evidence]:
     return list(out.values())
 
 
-def build_prompt(question: str, pages: list[Citation], evidence: list[Evidence]) -> str:
-    """The user text: numbered page list, top text snippets, the question."""
+def build_prompt(question: str, pages: list[Citation], evidence: list[Evidence],
+                 conversation: Conversation | None = None) -> str:
+    """The user text: numbered page list, top text snippets, the conversation so far, the question."""
     lines = ["Pages (images above, in this order):"]
     lines += [f"[{c.n}] {c.filename}, page {c.page}" for c in pages]
     snippets = [ev.snippet.strip() for ev in evidence if ev.snippet.strip()][:3]
     if snippets:
         lines.append("Text found on the pages:")
         lines += [f"- {s[:400]}" for s in snippets]
+    lines += conversation_lines(conversation.earlier if conversation is not None else ())
     lines.append(f"Question: {question}")
     return "\n".join(lines)
 
@@ -172,8 +186,10 @@ class AnswerService:
         max_tokens_per_image: int = 1280,
         default_max_new_tokens: int = 512,
         extractive_reason: str = "No vision-language model is configured (vlm.backend = none)",
+        max_query_chars: int = 2000,
     ) -> None:
         self.search = search
+        self.max_query_chars = max_query_chars  # the retriever's bound: a conversation's query stays under it
         self.extractive_reason = extractive_reason  # why answers are extractive when there is no engine
         self.load_page_image = load_page_image
         self.engine = engine
@@ -182,7 +198,8 @@ class AnswerService:
         self.default_max_new_tokens = default_max_new_tokens
 
     @classmethod
-    def from_config(cls, search: SearchFn, load_page_image: LoadPageImage, config: VLMConfig) -> AnswerService:
+    def from_config(cls, search: SearchFn, load_page_image: LoadPageImage, config: VLMConfig,
+                    max_query_chars: int = 2000) -> AnswerService:
         """Build the engine ``config`` names (None for backend "none") and the service on top."""
 
         return cls(
@@ -192,6 +209,7 @@ class AnswerService:
             default_visual_token_budget=config.visual_token_budget,
             max_tokens_per_image=config.max_visual_tokens_per_image,
             default_max_new_tokens=config.max_new_tokens,
+            max_query_chars=max_query_chars,
         )
 
     def answer_stream(
@@ -204,38 +222,45 @@ class AnswerService:
         *,
         document_ids: list[str] | None = None,
         temperature: float = 0.0,
+        conversation: Conversation | None = None,
     ) -> Iterator[AnswerEvent]:
-        """Search, select, submit (errors raise here), then return the event iterator."""
-        if not question.strip():
-            raise InvalidInput("question is empty; allowed: a non-empty question")
+        """Search, select, submit (errors raise here), then return the event iterator. ``conversation``:
+        earlier turns (in the retrieval query and the prompt), the client's instructions, a query image,
+        the spaces to search, stop sequences."""
+        talk = conversation or Conversation()
+        if not question.strip() and talk.image is None:
+            raise InvalidInput("question is empty; allowed: a non-empty question (or a query image)")
         if top_k < 1:
             raise InvalidInput(f"top_k must be >= 1, got {top_k}")
         budget = self.default_visual_token_budget if visual_token_budget is None else visual_token_budget
         if budget < 0:
             raise InvalidInput(f"visual_token_budget must be >= 0, got {budget}")
         t0 = time.perf_counter()
-        result = self.search(corpus, SearchRequest(query=question, top_k=top_k, document_ids=document_ids))
+        query = retrieval_query(question, talk.earlier, self.max_query_chars)
+        result = self.search(corpus, SearchRequest(query=query, image=talk.image, top_k=top_k,
+                                                   document_ids=document_ids, spaces=talk.spaces))
+        question = question.strip() or IMAGE_QUESTION
         timings = {f"search_{k}": v for k, v in result.timings.items()}
         timings["search_s"] = time.perf_counter() - t0
         evidence = result.evidence
         if self.engine is None:
-            return self._extractive(evidence, timings)
+            return self._extractive(evidence, timings, query, talk.stop)
         new_tokens = min(max_new_tokens or self.default_max_new_tokens, self.engine.config.max_new_tokens)
         t1 = time.perf_counter()
         pages, images, dropped = self._select(corpus, unique_pages(evidence), budget)
         timings["select_s"] = time.perf_counter() - t1
         request = GenerationRequest(
             uuid.uuid4().hex,
-            build_prompt(question, pages, evidence),
+            build_prompt(question, pages, evidence, talk),
             images,
-            SYSTEM_PROMPT,
+            SYSTEM_PROMPT + (f"\n\n{talk.instructions.strip()}" if talk.instructions.strip() else ""),
             new_tokens,
             temperature,
         )
         rt = RequestTimings()
         deltas = self.engine.start(request, rt)  # may raise Overloaded / InvalidInput now
         selected = EvidenceSelected("evidence", pages, sum(c.visual_tokens for c in pages), dropped)
-        return self._vlm_events(selected, deltas, rt, timings, t0)
+        return self._vlm_events(selected, deltas, rt, timings, t0, StopScanner(talk.stop), new_tokens)
 
     def _select(self, corpus: str, pages: list[Evidence], budget: int) -> tuple[list[Citation], list[ImageInput], int]:
         """Keep the best-ranked pages that fit ``budget``, each resized to an equal share."""
@@ -259,13 +284,22 @@ class AnswerService:
         rt: RequestTimings,
         timings: dict[str, float],
         t0: float,
+        stops: StopScanner,
+        new_tokens: int,
     ) -> Iterator[AnswerEvent]:
         yield selected
         parts: list[str] = []
         try:
             for delta in deltas:
-                parts.append(delta)
-                yield TokenDelta("token", delta)
+                text = stops.feed(delta)
+                if text:
+                    parts.append(text)
+                    yield TokenDelta("token", text)
+                if stops.stopped:
+                    break
+            if rest := stops.flush():
+                parts.append(rest)
+                yield TokenDelta("token", rest)
         except MMRAGError as exc:
             retry = exc.retry_after if isinstance(exc, Overloaded) else None
             yield AnswerError("error", exc.code, exc.message, retry)
@@ -279,12 +313,17 @@ class AnswerService:
         cites = [selected.pages[n - 1] for n in marked] if marked else list(selected.pages)
         timings.update(rt.as_dict())
         timings["answer_total_s"] = time.perf_counter() - t0
-        yield AnswerDone("done", answer, "vlm", cites, timings)
+        usage = Usage(rt.prompt_tokens, rt.new_tokens)
+        finish: Literal["stop", "length"] = "length" if not stops.stopped and rt.new_tokens >= new_tokens else "stop"
+        yield AnswerDone("done", answer, "vlm", cites, timings, usage=usage, finish_reason=finish)
 
-    def _extractive(self, evidence: list[Evidence], timings: dict[str, float]) -> Iterator[AnswerEvent]:
+    def _extractive(self, evidence: list[Evidence], timings: dict[str, float], query: str,
+                    stop: Sequence[str]) -> Iterator[AnswerEvent]:
         answer, cites = extractive_answer(evidence)
+        answer = cut_at_stop(answer, stop)[0]
         yield EvidenceSelected("evidence", cites, 0, max(0, len(unique_pages(evidence)) - len(cites)))
         yield TokenDelta("token", answer)
         notice = (f"{self.extractive_reason}: this is an extractive answer quoting the top evidence "
                   "snippets, not a generated one.")
-        yield AnswerDone("done", answer, "extractive", cites, timings, notice)
+        usage = Usage(word_count(query), word_count(answer), "words")
+        yield AnswerDone("done", answer, "extractive", cites, timings, notice, usage)

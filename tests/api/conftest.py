@@ -68,3 +68,13 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+@pytest.fixture(scope="session")
+def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A live server with two tenants' corpora, their read keys and a tiny VLM (tests/api/tenants.py)."""
+    from tests.api.tenants import start_tenants
+
+    started = start_tenants(tmp_path_factory.mktemp("tenants"))
+    yield started
+    started.server.stop()

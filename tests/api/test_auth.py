@@ -32,7 +32,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/corpora/{corpus}/documents"): "write", ("GET", "/corpora/{corpus}/documents"): "read",
     ("GET", "/corpora/{corpus}/documents/{document_id}"): "read",
     ("DELETE", "/corpora/{corpus}/documents/{document_id}"): "write",
-    ("GET", "/corpora/{corpus}/pages/{page_id}/image"): "read",
+    ("GET", "/corpora/{corpus}/pages/{page_id}/image"): "read", ("GET", "/corpora/{corpus}/pages/{page_id}"): "read",
     ("POST", "/corpora/{corpus}/search"): "read", ("POST", "/corpora/{corpus}/search/image"): "read",
     ("POST", "/corpora/{corpus}/answer"): "read", ("GET", "/corpora/{corpus}/jobs"): "read",
     ("GET", "/jobs/{job_id}"): ANY_KEY, ("POST", "/jobs/{job_id}/cancel"): ANY_KEY,
@@ -40,15 +40,29 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/evaluations/suites"): ANY_KEY, ("POST", "/evaluations"): ANY_KEY, ("GET", "/evaluations"): ANY_KEY,
     ("GET", "/evaluations/{job_id}"): ANY_KEY, ("GET", "/evaluations/{job_id}/report"): ANY_KEY,
     ("GET", "/evaluations/{job_id}/files/{name}"): ANY_KEY, ("POST", "/evaluations/{job_id}/compare"): ANY_KEY,
+    ("POST", "/v1/chat/completions"): ANY_KEY, ("GET", "/v1/models"): ANY_KEY,  # the model (corpus) is in the body
+    ("GET", "/mcp"): ANY_KEY, ("HEAD", "/mcp"): ANY_KEY, ("POST", "/mcp"): ANY_KEY,  # each tool checks the corpus
+    ("DELETE", "/mcp"): ANY_KEY,
 }
+MCP = "/mcp"  # JSON-RPC, not REST: its tenancy is tested with the MCP client (tests/api/test_mcp.py)
 # Routes whose object (a job or an evaluation) belongs to a corpus, and the scope it needs there.
 OBJECT_SCOPE = {("POST", "/jobs/{job_id}/cancel"): "write", ("POST", "/evaluations"): "write"}
-LISTINGS = {("GET", "/corpora"), ("GET", "/evaluations"), ("GET", "/evaluations/suites")}
-ANT_LISTINGS = {"/corpora": ["ant"], "/evaluations": [], "/evaluations/suites": ["tiny"]}  # what ant's key lists
+LISTINGS = {("GET", "/corpora"), ("GET", "/evaluations"), ("GET", "/evaluations/suites"), ("GET", "/v1/models")}
+ANT_LISTINGS = {"/corpora": ["ant"], "/evaluations": [], "/evaluations/suites": ["tiny"],  # what ant's key lists
+                "/v1/models": ["ant"]}
 
 
-def _names(body: list[dict]) -> list[str]:
+def _names(body: list[dict] | dict) -> list[str]:
+    if isinstance(body, dict):  # OpenAI's list of models
+        return [item["id"] for item in body["data"]]
     return [item["name"] for item in body]
+
+
+def _error(r: Response) -> str:
+    """The error code of our body, or of OpenAI's on the /v1 routes."""
+    error = r.json()["error"]
+    return {"model_not_found": "not_found", "invalid_api_key": "unauthorized"}.get(error["code"], error["code"]) \
+        if isinstance(error, dict) else error
 
 
 def _events(r: Response) -> list[str]:
@@ -69,6 +83,13 @@ READ_ANSWERS: dict[tuple[str, str], tuple[int, Callable[[Response, dict[str, str
         (200, lambda r, ids: r.json()["filename"] == "bee.pdf" and r.json()["pages"][0]["id"] == ids["bee-page"]),
     ("GET", "/corpora/{corpus}/pages/{page_id}/image"):
         (200, lambda r, ids: r.headers["content-type"] == "image/png" and r.content.startswith(b"\x89PNG")),
+    ("GET", "/corpora/{corpus}/pages/{page_id}"):
+        (200, lambda r, ids: r.json()["id"] == ids["bee-page"] and r.json()["text"] == "bee"
+         and r.json()["words"][0]["text"] == "bee"),
+    ("POST", "/v1/chat/completions"):
+        (200, lambda r, ids: r.json()["mode"] == "extractive"
+         and ids["bee-doc"] in [c["document_id"] for c in r.json()["citations"]]),
+    ("GET", "/v1/models"): (200, lambda r, ids: _names(r.json()) == ["bee"]),
     ("POST", "/corpora/{corpus}/search"): (200, lambda r, ids: r.json()["results"][0]["document_id"] == ids["bee-doc"]),
     ("POST", "/corpora/{corpus}/search/image"):
         (409, lambda r, ids: r.json()["detail"] == {"reason": "no_image_space"}),
@@ -161,7 +182,9 @@ def _request(world: dict, method: str, path: str, key: str | None):
     url = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
     headers = {"Authorization": f"Bearer {world['secrets'][key]}"} if key else {}
     kwargs: dict = {}
-    if path.endswith("/search") or path.endswith("/answer"):
+    if path == "/v1/chat/completions":
+        kwargs["json"] = {"model": "bee", "messages": [{"role": "user", "content": "bee?"}]}
+    elif path.endswith("/search") or path.endswith("/answer"):
         kwargs["json"] = {"question": "bee?", "stream": False} if path.endswith("/answer") else {"query": "bee"}
     elif path == "/evaluations" and method == "POST":
         kwargs["json"] = {"suite": "tiny"}
@@ -184,22 +207,23 @@ def test_no_key_is_401_on_every_protected_route(world):
             continue
         r = _request(world, method, path, None)
         assert r.status_code == 401, (method, path, r.text)
-        assert r.headers["www-authenticate"] == "Bearer" and r.json()["error"] == "unauthorized"
+        assert r.headers["www-authenticate"] == "Bearer", (method, path)
+        assert method == "HEAD" or _error(r) == "unauthorized", (method, path, r.text)  # HEAD: no body
 
 
 def test_another_tenant_sees_nothing(world):
     """A write key of ant on each of bee's routes: 404 (or 403 for admin routes); listings omit bee."""
     for (method, path), scope in route_scopes(world["client"].app).items():
-        if scope == PUBLIC:
+        if scope == PUBLIC or path == MCP:
             continue
         r = _request(world, method, path, "ant-write")
         if scope == "admin" and "{corpus}" not in path:
             assert (r.status_code, r.json()["error"]) == (403, "forbidden"), (method, path, r.text)
         elif (method, path) in LISTINGS:
-            listed = _names(r.json()) if path == "/corpora" else r.json()
+            listed = _names(r.json()) if path in ("/corpora", "/v1/models") else r.json()
             assert (r.status_code, listed) == (200, ANT_LISTINGS[path]), (method, path, r.text)
         else:
-            assert r.status_code == 404 and r.json()["error"] == "not_found", (method, path, r.text)
+            assert r.status_code == 404 and _error(r) == "not_found", (method, path, r.text)
     client, admin = world["client"], {"Authorization": f"Bearer {world['secrets']['admin']}"}
     names = [d["filename"] for d in client.get("/corpora/bee/documents", headers=admin).json()]
     assert "bee.pdf" in names and "x.pdf" not in names  # nothing of bee was touched, nothing added
@@ -210,7 +234,7 @@ def test_scopes_within_a_tenant(world):
     """bee's read key: each read route answers what it should (READ_ANSWERS), write and admin routes are 403."""
     read_routes = set()
     for (method, path), scope in route_scopes(world["client"].app).items():
-        if scope == PUBLIC:
+        if scope == PUBLIC or path == MCP:
             continue
         needed = OBJECT_SCOPE.get((method, path), "read" if scope == ANY_KEY else scope)
         r = _request(world, method, path, "bee-read")

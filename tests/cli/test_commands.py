@@ -13,6 +13,12 @@ def test_every_command_and_group_is_registered() -> None:
     assert isinstance(command, typer.core.TyperGroup)
     assert set(command.commands) == {"serve", "ingest", "search", "corpora", "reweight-bm25", "reindex-documents",
                                      "embed-serve",
-                                     "answer", "eval", "worker", "keys", "rank"}
+                                     "answer", "eval", "worker", "keys", "rank", "mcp"}
     result = CliRunner().invoke(app, ["eval", "--help"])
     assert result.exit_code == 0 and "run" in result.output
+
+
+def test_mcp_help_names_its_key_and_url() -> None:
+    result = CliRunner().invoke(app, ["mcp", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "--url" in result.output and "--key" in result.output
+    assert "MMRAG_API_KEY" in result.output

@@ -116,6 +116,7 @@ def test_final_answer_reads_the_done_payload_and_raises_the_error_event() -> Non
         "answer": "1868", "mode": "vlm", "timings": {"total": 0.5}, "notice": "",
         "citations": [{"n": 1, "document_id": "d1", "filename": "alpha.pdf", "page": 1, "page_id": "p1",
                        "visual_tokens": 64}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "unit": "tokens"}, "finish_reason": "stop",
     }
     with pytest.raises(Overloaded, match="busy") as caught:
         final_answer(event_payloads([AnswerError("error", "overloaded", "busy", 3.0)]))
