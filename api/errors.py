@@ -16,6 +16,7 @@ from mmrag import errors
 STATUS: list[tuple[type[errors.MMRAGError], int]] = [
     (errors.UnsupportedMediaType, 415),
     (errors.CorruptDocument, 422),
+    (errors.TooComplex, 422),
     (errors.TooLarge, 413),
     (errors.InvalidInput, 400),
     (errors.NotFound, 404),
