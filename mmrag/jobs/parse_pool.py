@@ -202,8 +202,8 @@ class ParsePool:
             worker.kill()
 
     def warm(self, n: int) -> None:
-        """Start idle workers now (their start-up, ~1 s, is not paid by the first job). A worker dies with
-        the thread that started it: call this from a thread that lives as long as the pool is used."""
+        """Start idle workers now (returns at once; their start-up, ~1 s of imports, overlaps what comes
+        next). A worker dies with the thread that started it: call this from one that lives as long as the pool."""
         started = [_Worker(self.memory_mb) for _ in range(max(0, n - len(self._idle)))]
         with self._lock:
             self._idle.extend(started)

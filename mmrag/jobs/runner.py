@@ -60,6 +60,7 @@ class LocalRunner:
     def start(self) -> None:
         if self.config.embed_threads and self.ctx.spaces is not None:
             set_torch_threads(self.config.embed_threads)
+        self.ctx.parser.warm(1)  # starts importing now, not when the first job comes (it lives with this thread)
         counts = {"cpu": self.config.cpu_workers + 1, "gpu": self.config.embed_workers, "write": 1}
         for name, n in counts.items():
             for i in range(n):
@@ -110,8 +111,6 @@ class LocalRunner:
     def _loop(self, name: str) -> None:
         if name == "cpu" and self.config.parse_nice and hasattr(os, "setpriority"):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.config.parse_nice)  # this thread only
-        if name == "cpu" and threading.current_thread().name.endswith("-0"):
-            self.ctx.parser.warm(1)  # its start-up is not paid by the first job (it lives with this thread)
         q = self.queues[name]
         while True:
             taken = q.get()
