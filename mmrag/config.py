@@ -249,7 +249,8 @@ class JobsConfig(BaseModel):
     """Page batches of a file parsed ahead of the one being embedded: parse of batch n+1 overlaps the
     embedding of batch n, and the spool holds at most this many parsed batches waiting (both runners)."""
     parse_nice: int = Field(0, ge=0, le=19)
-    """Embedded runner: the niceness the parse threads (and the OCR processes they start) run at; >0 lets
+    """The niceness the parse worker processes (and the OCR processes they start) and the embedded runner's
+    parse threads run at; >0 lets
     the embed thread, the pipeline's bottleneck on a CPU box, take the cores first. Measured in
     docs/benchmarks.md (bench.pipeline)."""
     embed_threads: int = Field(0, ge=0, le=256)

@@ -223,7 +223,8 @@ def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> 
     """What the worker stages (plan, parse, embed) need; ``spaces`` None: this process does not embed."""
     return StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces,
                         settings.jobs.parse_ahead,
-                        ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle))
+                        ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle,
+                                  settings.jobs.parse_nice))
 
 
 def build_worker_context(settings: Settings, *, embeds: bool) -> StageContext:

@@ -45,10 +45,11 @@ class ParseInterrupted(Exception):
 class _Worker:
     """One worker process and the bytes read from it so far."""
 
-    def __init__(self, memory_mb: int) -> None:
+    def __init__(self, memory_mb: int, nice: int = 0) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([_ROOT, os.environ.get("PYTHONPATH", "")]),
                "OMP_THREAD_LIMIT": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "mmrag.jobs.parse_worker", str(memory_mb)], env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "mmrag.jobs.parse_worker", str(memory_mb), str(nice)],
+                                     env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self._buf = bytearray()
 
@@ -91,8 +92,8 @@ class _Worker:
 
 
 class ParsePool:
-    def __init__(self, memory_mb: int = 2048, idle: int = 2) -> None:
-        self.memory_mb, self.idle = memory_mb, idle
+    def __init__(self, memory_mb: int = 2048, idle: int = 2, nice: int = 0) -> None:
+        self.memory_mb, self.idle, self.nice = memory_mb, idle, nice  # nice: added to the workers' niceness
         self._reset()
 
     def _reset(self) -> None:
@@ -185,7 +186,7 @@ class ParsePool:
             if self._closed.is_set():
                 raise ParseInterrupted("the service is stopping")
             worker = self._idle.pop() if self._idle else None
-        worker = worker or _Worker(self.memory_mb)
+        worker = worker or _Worker(self.memory_mb, self.nice)
         with self._lock:
             self._busy.add(worker)
         return worker
@@ -204,7 +205,7 @@ class ParsePool:
     def warm(self, n: int) -> None:
         """Start idle workers now (returns at once; their start-up, ~1 s of imports, overlaps what comes
         next). A worker dies with the thread that started it: call this from one that lives as long as the pool."""
-        started = [_Worker(self.memory_mb) for _ in range(max(0, n - len(self._idle)))]
+        started = [_Worker(self.memory_mb, self.nice) for _ in range(max(0, n - len(self._idle)))]
         with self._lock:
             self._idle.extend(started)
 

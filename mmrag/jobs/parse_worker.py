@@ -1,4 +1,4 @@
-"""The parse worker process: ``python -m mmrag.jobs.parse_worker MEMORY_MB``.
+"""The parse worker process: ``python -m mmrag.jobs.parse_worker MEMORY_MB [NICE]``.
 
 Untrusted PDFs and images are opened, read and drawn here, never in the service: the plan stage's
 reading of a document (:func:`mmrag.ingest.source.read_source`) and the parse of a page batch
@@ -118,6 +118,9 @@ def _die_with_parent() -> None:
 def main() -> None:
     memory_mb = int(sys.argv[1])
     _die_with_parent()
+    nice = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # MMRAG_JOBS__PARSE_NICE: the embedder goes first
+    if nice > os.getpriority(os.PRIO_PROCESS, 0):
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
     out = os.fdopen(os.dup(1), "wb")  # the protocol's; stray prints of libraries go to stderr
     os.dup2(2, 1)
     import mmrag.jobs.pages  # noqa: F401  (imported before the limit: what every call needs)
