@@ -93,7 +93,7 @@ class _Worker:
 
 class ParsePool:
     def __init__(self, memory_mb: int = 2048, idle: int = 2, nice: int = 0) -> None:
-        self.memory_mb, self.idle, self.nice = memory_mb, idle, nice  # nice: added to the workers' niceness
+        self.memory_mb, self.idle, self.nice = memory_mb, idle, nice  # nice: the workers' niceness, at least
         self._reset()
 
     def _reset(self) -> None:
@@ -115,7 +115,12 @@ class ParsePool:
         worker = self._take()
         answered = False
         try:
-            worker.send(payload)
+            try:
+                worker.send(payload)
+            except BrokenPipeError:  # an idle worker that died meanwhile (nothing of this call ran): a fresh one
+                self._give(worker, False)
+                worker = self._take(fresh=True)
+                worker.send(payload)
             result, error = self._wait(worker, request, cancelled)
             answered = True
         except BrokenPipeError:
@@ -179,13 +184,15 @@ class ParsePool:
         return CorruptDocument(f"{request.filename}: the parser crashed on this file (exit {code}); upload a "
                                "valid file", detail={"reason": "parser_crash"})
 
-    def _take(self) -> _Worker:
+    def _take(self, fresh: bool = False) -> _Worker:
         with self._lock:
             if os.getpid() != self._pid:  # forked: the parent's workers are not ours
                 self._reset()
             if self._closed.is_set():
                 raise ParseInterrupted("the service is stopping")
-            worker = self._idle.pop() if self._idle else None
+            while self._idle and self._idle[-1].proc.poll() is not None:
+                self._idle.pop()  # ended while idle (the thread that started it is gone)
+            worker = self._idle.pop() if self._idle and not fresh else None
         worker = worker or _Worker(self.memory_mb, self.nice)
         with self._lock:
             self._busy.add(worker)

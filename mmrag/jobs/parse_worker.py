@@ -30,7 +30,7 @@ from mmrag.jobs import spool_codec
 
 HEADER = struct.Struct(">cQ")
 REQUEST, PAGE, RESULT, ERROR = b"Q", b"P", b"R", b"E"
-_MEMORY_SIGNS = ("malloc", "out of memory", "cannot allocate", "bad_alloc")
+_MEMORY_SIGNS = ("malloc", "out of memory", "cannot allocate", "bad_alloc", "failed to map")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +115,16 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _warm_up() -> None:
+    """Parse a one-page PDF before the memory limit is set: what every call imports is loaded then."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "warm up")
+    run_request(ParseRequest("source", doc.tobytes(), "pdf", "warm.pdf", IngestConfig(ocr=False)), None)
+    run_request(ParseRequest("pages", doc.tobytes(), "pdf", "warm.pdf", IngestConfig(ocr=False), doc_id="w"), None)
+
+
 def main() -> None:
     memory_mb = int(sys.argv[1])
     _die_with_parent()
@@ -123,8 +133,7 @@ def main() -> None:
         os.setpriority(os.PRIO_PROCESS, 0, nice)
     out = os.fdopen(os.dup(1), "wb")  # the protocol's; stray prints of libraries go to stderr
     os.dup2(2, 1)
-    import mmrag.jobs.pages  # noqa: F401  (imported before the limit: what every call needs)
-
+    _warm_up()
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     serve(sys.stdin.buffer, out, memory_mb)
