@@ -7,7 +7,8 @@ idle worker and waits for its answer, looking every :data:`POLL_S` seconds at th
 starts). Past either, the worker is killed and the call raises :class:`~mmrag.errors.TooComplex`
 naming the setting; when the job is cancelled or the pool closes (the service stops), the worker is
 killed and the call raises :class:`ParseInterrupted` (the work is redone after a restart, or dropped).
-A worker that answered goes back to the idle list (at most ``idle`` kept).
+A worker that answered goes back to the idle list (at most ``idle`` kept); one that was killed is
+replaced at once.
 
 Lifecycle: built with the stage context (no process starts until the first call); ``call`` from any
 thread, each call holds one worker; ``close()`` kills every worker, busy ones included. A forked
@@ -199,7 +200,8 @@ class ParsePool:
         return worker
 
     def _give(self, worker: _Worker, answered: bool) -> None:
-        """Back to the idle list if it answered and there is room; otherwise killed (it may be mid-call)."""
+        """Back to the idle list if it answered and there is room; otherwise killed (it may be mid-call)
+        and, if the idle list is short, replaced now (the next call does not wait for a start-up)."""
         with self._lock:
             self._busy.discard(worker)
             keep = (answered and not self._closed.is_set() and worker.proc.poll() is None
@@ -208,12 +210,19 @@ class ParsePool:
                 self._idle.append(worker)
         if not keep:
             worker.kill()
+            self.warm(self.idle)
 
     def warm(self, n: int) -> None:
         """Start idle workers now (returns at once; their start-up, ~1 s of imports, overlaps what comes
         next). A worker dies with the thread that started it: call this from one that lives as long as the pool."""
-        started = [_Worker(self.memory_mb, self.nice) for _ in range(max(0, n - len(self._idle)))]
+        if self._closed.is_set() or os.getpid() != self._pid:
+            return
+        started = [_Worker(self.memory_mb, self.nice) for _ in range(max(0, n - len(self._idle) - len(self._busy)))]
         with self._lock:
+            if self._closed.is_set():
+                for worker in started:
+                    worker.kill()
+                return
             self._idle.extend(started)
 
     def close(self) -> None:

@@ -60,7 +60,7 @@ class LocalRunner:
     def start(self) -> None:
         if self.config.embed_threads and self.ctx.spaces is not None:
             set_torch_threads(self.config.embed_threads)
-        self.ctx.parser.warm(1)  # starts importing now, not when the first job comes (it lives with this thread)
+        self.ctx.parser.warm(self.ctx.parser.idle)  # importing now, not at the first job (lives with this thread)
         counts = {"cpu": self.config.cpu_workers + 1, "gpu": self.config.embed_workers, "write": 1}
         for name, n in counts.items():
             for i in range(n):
