@@ -8,7 +8,8 @@ job is cancelled or the service stops; it dies with the thread that started it (
 
 Wire format, both ways over stdin/stdout: frames of one tag byte, an 8-byte big-endian length and the
 payload. In: ``Q`` + a :class:`ParseRequest` (:mod:`mmrag.jobs.spool_codec`). Out: ``P`` + a page number
-as its work starts, then ``R`` + the result (spool codec: reading it runs no code) or ``E`` + the error
+as its work starts, then ``R`` + the result (spool codec: reading it runs no code; a page batch comes
+as :class:`ParsedPages`, its spool files' bytes) or ``E`` + the error
 as JSON (``code``, ``message``, ``detail``).
 """
 
@@ -47,6 +48,16 @@ class ParseRequest:
     first: int = 1  # pages: the batch's pages, 1-based, inclusive
     last: int = 1
     images: bool = True  # pages: render them (OCRed pages and images always are)
+    media_type: str = ""  # pages: the upload's media type (its ParsedBatch's)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPages:
+    """A page batch parsed by a worker, encoded for the spool here (the service writes the bytes as they are)."""
+
+    pages: bytes  # spool_codec of the batch's ParsedBatch (pages without their PNGs)
+    images: bytes  # spool_codec of the pages' PNGs (None where not rendered)
+    timings: dict[str, float]  # parse steps summed over the pages (parse_text, parse_tables, ...)
 
 
 def write_frame(out: BinaryIO, tag: bytes, payload: bytes) -> None:
@@ -69,12 +80,16 @@ def run_request(request: ParseRequest, on_page: Any) -> Any:
     """What the request asks, in this process."""
     from mmrag.ingest.sniff import KINDS
     from mmrag.ingest.source import read_source
-    from mmrag.jobs.pages import parse_pages
+    from mmrag.jobs.model import ParsedBatch
+    from mmrag.jobs.pages import parse_pages, split_images, stage_timings
 
     if request.task == "source":
         return read_source(request.data, KINDS[request.kind], request.converted, request.filename, request.config)
-    return parse_pages(request.data, request.kind, request.doc_id, request.filename, request.config, request.first,
-                       request.last, request.images, on_page)
+    pages = parse_pages(request.data, request.kind, request.doc_id, request.filename, request.config, request.first,
+                        request.last, request.images, on_page)
+    meta, images = split_images(pages)
+    return ParsedPages(spool_codec.dumps(ParsedBatch(request.media_type, meta)), spool_codec.dumps(images),
+                       stage_timings(pages))
 
 
 def out_of_memory(exc: BaseException) -> bool:
@@ -139,5 +154,7 @@ def main() -> None:
     serve(sys.stdin.buffer, out, memory_mb)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # run from the module by its name, so its classes are mmrag's (the codec's rule)
+    from mmrag.jobs.parse_worker import main as run
+
+    run()

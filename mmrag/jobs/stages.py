@@ -37,13 +37,13 @@ from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.sniff import KINDS
 from mmrag.ingest.source import Source, convert_upload
 from mmrag.jobs.embedding import embed_pages
-from mmrag.jobs.model import Failed, ParsedBatch, Planned, StageTimings, Work
-from mmrag.jobs.pages import needs_images, split_images, stage_timings
+from mmrag.jobs.model import Failed, Planned, StageTimings, Work
+from mmrag.jobs.pages import needs_images
 from mmrag.jobs.parse_pool import ParseInterrupted, ParsePool
-from mmrag.jobs.parse_worker import ParseRequest
+from mmrag.jobs.parse_worker import ParsedPages, ParseRequest
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
-from mmrag.types import Document, Page
+from mmrag.types import Document
 
 log = logging.getLogger(__name__)
 
@@ -114,12 +114,11 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     if first > source.pages:
         return []  # released by the window (see embed) past the file's last batch
     request = ParseRequest("pages", data, source.kind, m.filename, ctx.ingest, doc_id=m.document_id, first=first,
-                           last=last, images=needs_images(m.spaces, ctx.ingest))
-    pages: list[Page] = ctx.parse_call(work, request)
-    meta, images = split_images(pages)
-    ctx.spool.put(work.job_id, work.file, work.batch, "images", images)
-    ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(source.media_type, meta))
-    timings = {"parse": time.perf_counter() - t0, **stage_timings(pages)}
+                           last=last, images=needs_images(m.spaces, ctx.ingest), media_type=source.media_type)
+    parsed: ParsedPages = ctx.parse_call(work, request)
+    ctx.spool.put_encoded(work.job_id, work.file, work.batch, "images", parsed.images)
+    ctx.spool.put_encoded(work.job_id, work.file, work.batch, "pages", parsed.pages)
+    timings = {"parse": time.perf_counter() - t0, **parsed.timings}
     return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
