@@ -102,3 +102,27 @@ def test_cancel_stops_a_one_page_bomb_mid_page(settings):
 def _busy(p) -> int:
     """Parse workers running a call now."""
     return int(p.runner.ctx.parser.busy)
+
+
+def test_over_rest_a_bomb_is_a_422_too_complex_naming_its_setting(settings):
+    """The file fails alone, reported like the other per-file failures (422, its code and its setting)."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    p = _pipeline(settings)
+    try:
+        with TestClient(create_app(settings, p)) as client:
+            alone = client.post("/corpora/a/documents", files=[("files", ("bomb.pdf", nested_xobjects(12)))],
+                                params={"wait": "true"})
+            assert alone.status_code == 422 and alone.json()["errors"][0]["error"] == "too_complex", alone.text
+            files = [("files", ("bomb2.pdf", nested_xobjects(12) + b"%2")), ("files", ("ok.pdf", text_pdf("fine")))]
+            r = client.post("/corpora/a/documents", files=files, params={"wait": "true"})
+            assert r.status_code == 201, r.text  # the other file is indexed: as with a corrupt file beside it
+            job = r.json()["job"]
+            errors = {e["filename"]: e for e in job["errors"]}
+            assert errors["bomb2.pdf"]["error"] == "too_complex", errors
+            assert "MMRAG_INGEST__MAX_PAGE_DRAWS" in errors["bomb2.pdf"]["message"]
+            assert {f["filename"]: f["state"] for f in job["files"]}["ok.pdf"] == "done"
+    finally:
+        p.close()
