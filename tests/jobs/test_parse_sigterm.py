@@ -37,7 +37,9 @@ def test_sigterm_during_a_bomb_exits_within_seconds_and_the_job_resumes(tmp_path
             server.proc.wait(timeout=EXIT_S)
         except Exception:
             pytest.fail(f"mmrag serve still alive {EXIT_S:.0f}s after SIGTERM while parsing")
-        assert time.monotonic() - t0 < EXIT_S
+        exit_s = time.monotonic() - t0
+        print(f"mmrag serve exited {exit_s:.2f}s after SIGTERM")
+        assert exit_s < EXIT_S
     finally:
         server.stop()
     # restarted with a small budget: the job resumes and the bomb fails as too complex
