@@ -197,7 +197,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
         raise
     retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
     jobs = JobStore(data_dir)
-    writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)))
+    writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)), settings.jobs.plan_ahead)
     job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces), settings)
     corpora = Corpora(catalog, store, spaces, embedders, unavailable, writer)
     answers = Answers(retriever.search, catalog.page_image, settings.vlm, unavailable)
