@@ -25,6 +25,7 @@ OPENAI_CODES = {401: "invalid_api_key", 403: "insufficient_permissions", 413: "r
 STATUS: list[tuple[type[errors.MMRAGError], int]] = [
     (errors.UnsupportedMediaType, 415),
     (errors.CorruptDocument, 422),
+    (errors.TooComplex, 422),
     (errors.TooLarge, 413),
     (errors.InvalidInput, 400),
     (errors.NotFound, 404),

@@ -70,6 +70,24 @@ class IngestConfig(BaseModel):
     convert_dir: Path | None = None
     """Parent of the conversions' job folders (None: the system temp folder). Not the spool: in containers,
     a tmpfs private to the converting process."""
+    parse_timeout_s: float = Field(60.0, gt=0, le=3600)
+    """Wall clock of one parse call of a PDF or image in its parse worker process: the plan stage's reading
+    of a document (page count, metadata, first pages' words), or one page batch (``MMRAG_JOBS__BATCH_PAGES``
+    pages: text layer, tables, OCR, renders). Past it the worker is killed and the file fails ``too_complex``."""
+    page_timeout_s: float = Field(20.0, gt=0, le=3600)
+    """Wall clock of one page of a page batch in the parse worker (text layer, tables, OCR, render); past
+    it the worker is killed and the file fails ``too_complex``."""
+    parse_memory_mb: int = Field(2048, ge=256, le=1024 * 1024)
+    """Address-space limit (RLIMIT_AS, MiB) of each parse worker process; a file that needs more fails
+    ``too_complex``."""
+    parse_workers_idle: int = Field(2, ge=0, le=64)
+    """Parse worker processes kept alive between calls (more are started when more parse at once)."""
+    max_page_draws: int = Field(100_000, ge=1)
+    """Most XObject draws one PDF page may make, counting a form each time it is drawn (nested forms
+    multiply); checked before the page is drawn (``too_complex``). 4**9 nested draws take ~2.5 s here."""
+    max_page_content_bytes: int = Field(64 * MiB, ge=1024)
+    """Most content-stream bytes one PDF page draws (decompressed, a form's bytes counted each time it is
+    drawn); checked before the page is drawn, inflating at most this much (``too_complex``)."""
     max_zip_entries: int = Field(10_000, ge=1)
     """Most entries in a ZIP container (DOCX, XLSX, ODT, EPUB, ...)."""
     max_unzipped_bytes: int = Field(1024 * MiB, ge=1024)
@@ -234,14 +252,20 @@ class JobsConfig(BaseModel):
     batch_pages: int = Field(16, ge=1, le=10_000)
     """Pages per batch: large documents are split so work spreads and a retry redoes one batch."""
     cpu_workers: int = Field(1, ge=1, le=64)
-    """Embedded runner: threads that decode, render and OCR."""
+    """Embedded runner: threads that plan and parse (each drives one parse worker process) that one corpus
+    may hold at once; the runner starts one more, so another corpus's files never wait behind them."""
     embed_workers: int = Field(1, ge=1, le=16)
     """Embedded runner: threads that embed (each calls the embedder or the embedding service)."""
     parse_ahead: int = Field(2, ge=0, le=1000)
     """Page batches of a file parsed ahead of the one being embedded: parse of batch n+1 overlaps the
     embedding of batch n, and the spool holds at most this many parsed batches waiting (both runners)."""
+    plan_ahead: int = Field(4, ge=1, le=10_000)
+    """Files of one job whose plan is queued at once; each file's plan, when it ends, queues the next. So a
+    job of many files does not fill the ``cpu`` queue (Celery's is first come, first served) ahead of other
+    jobs' files (both runners)."""
     parse_nice: int = Field(0, ge=0, le=19)
-    """Embedded runner: the niceness the parse threads (and the OCR processes they start) run at; >0 lets
+    """The niceness the parse worker processes (and the OCR processes they start) and the embedded runner's
+    parse threads run at; >0 lets
     the embed thread, the pipeline's bottleneck on a CPU box, take the cores first. Measured in
     docs/benchmarks.md (bench.pipeline)."""
     embed_threads: int = Field(0, ge=0, le=256)

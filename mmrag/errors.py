@@ -43,6 +43,13 @@ class TooLarge(InvalidInput):
     code = "too_large"
 
 
+class TooComplex(InvalidInput):
+    """A file whose parsing or drawing went past a budget (time, memory, content drawn per page); the
+    message names what was too much and the setting that limits it."""
+
+    code = "too_complex"
+
+
 class NotFound(MMRAGError):
     """An unknown corpus, document, page, job or model id."""
 

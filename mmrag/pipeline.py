@@ -29,6 +29,7 @@ from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 if TYPE_CHECKING:
     from mmrag.evaluate.service import EvaluationService
     from mmrag.evaluate.targets import IngestFiles
+from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
@@ -196,7 +197,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
         raise
     retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
     jobs = JobStore(data_dir)
-    writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)))
+    writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)), settings.jobs.plan_ahead)
     job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces), settings)
     corpora = Corpora(catalog, store, spaces, embedders, unavailable, writer)
     answers = Answers(retriever.search, catalog.page_image, settings.vlm, unavailable,
@@ -222,7 +223,9 @@ def build_evaluations(settings: Settings, corpora: Corpora, ingest_files: Ingest
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:
     """What the worker stages (plan, parse, embed) need; ``spaces`` None: this process does not embed."""
     return StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces,
-                        settings.jobs.parse_ahead)
+                        settings.jobs.parse_ahead,
+                        ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle,
+                                  settings.jobs.parse_nice))
 
 
 def build_worker_context(settings: Settings, *, embeds: bool) -> StageContext:

@@ -16,7 +16,8 @@ from mmrag.imaging import decode_image, encode_png
 from mmrag.ingest import pdf
 from mmrag.ingest.ids import page_id
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
-from mmrag.ingest.page_context import section_paths
+from mmrag.ingest.page_context import LOOKBACK_PAGES, section_paths
+from mmrag.ingest.pdf_budget import check_pages
 from mmrag.types import Page, TextSource, Word
 
 SUSPECT_ALNUM = 0.75  # a text layer whose words are less than this share letters and digits is looked at closer
@@ -83,18 +84,22 @@ def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) ->
 
 
 def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
-              images: bool = True) -> list[Page]:
+              images: bool = True, on_page: Callable[[int], None] | None = None) -> list[Page]:
     """Pages ``first..last`` (1-based, inclusive; default all): text layer, OCR when unusable, and (if
     ``images``) the render; each with its context (section path, the header of a table it continues:
     :mod:`mmrag.ingest.page_context`). OCRed pages are always rendered (their image is the text's source);
-    a page with neither images nor vector drawings is not OCRed (nothing there to read: a blank page)."""
+    a page with neither images nor vector drawings is not OCRed (nothing there to read: a blank page).
+    Pages that would draw too much are refused first (:func:`~mmrag.ingest.pdf_budget.check_pages`);
+    ``on_page`` is told each page's number as its work starts (the parse worker's page clock)."""
     doc = pdf.open_pdf(data, config)
     try:
+        last = last or doc.page_count
+        check_pages(doc, first - LOOKBACK_PAGES, last, config)  # section paths read a few pages before
         pages = []
         t0 = time.perf_counter()
-        sections = section_paths(doc, first, last or doc.page_count)
+        sections = section_paths(doc, first, last)
         sections_s = time.perf_counter() - t0
-        for rendered in pdf.render_pages(doc, config, first, last, images):
+        for rendered in pdf.render_pages(doc, config, first, last, images, on_page):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
             if config.ocr and needs_ocr(words, config.min_text_chars, partial(pdf.has_marks, doc, rendered.number),
                                         partial(pdf.layer_text, doc, rendered.number)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pymupdf
@@ -139,12 +139,14 @@ def table_labels_before(doc: pymupdf.Document, first: int, config: IngestConfig)
     return read_tables(page, *page_text(page), how=config.table_rows).last_labels
 
 
-def render_pages(doc: pymupdf.Document, config: IngestConfig, first: int = 1,
-                 last: int | None = None, images: bool = True) -> Iterator[RenderedPage]:
+def render_pages(doc: pymupdf.Document, config: IngestConfig, first: int = 1, last: int | None = None,
+                 images: bool = True, on_page: Callable[[int], None] | None = None) -> Iterator[RenderedPage]:
     """Pages ``first..last`` (1-based, inclusive; default: all), rendered if ``images``; each page's
-    tables may continue the previous page's last table."""
+    tables may continue the previous page's last table. ``on_page`` is told each number as its work starts."""
     labels = table_labels_before(doc, first, config)
     for number in range(first, (last or doc.page_count) + 1):
+        if on_page is not None:
+            on_page(number)
         rendered = render_page(doc, number, config, labels, images)
         labels = rendered.table_labels
         yield rendered

@@ -21,11 +21,12 @@ from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest import pdf
 from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.convert.references import check_rtf, check_word97
-from mmrag.ingest.doc_evidence import complete_facts
+from mmrag.ingest.doc_evidence import FIRST_PAGES, complete_facts
 from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.file_metadata import file_facts
 from mmrag.ingest.mail import check_email
 from mmrag.ingest.page_store import RenderSpec
+from mmrag.ingest.pdf_budget import check_pages
 from mmrag.ingest.sniff import SPREADSHEETS, Kind, decode_text, sniff_kind
 from mmrag.ingest.zipcheck import check_zip
 
@@ -84,18 +85,33 @@ def _open_converted(converted: bytes, kind: Kind, name: str, config: IngestConfi
     return doc
 
 
-def prepare_source(data: bytes, name: str, config: IngestConfig, checked: Kind | None = None) -> Source:
-    """Convert when needed (once), count pages, read the file's facts. ``checked``: the kind
-    :func:`inspect_upload` found when the upload was accepted (its checks passed); None: sniff and check here."""
+def convert_upload(data: bytes, name: str, config: IngestConfig,
+                   checked: Kind | None = None) -> tuple[Kind, bytes | None]:
+    """The upload's kind and, for a kind that is neither a PDF nor an image, its conversion to PDF (once, in
+    the converter jail). ``checked``: the kind :func:`inspect_upload` found when the upload was accepted (its
+    checks passed); None: sniff and check here."""
     kind = checked or inspect_upload(data, name, config)
+    return kind, None if kind.family in ("pdf", "image") else convert_to_pdf(data, kind.name, config)
+
+
+def read_source(data: bytes, kind: Kind, converted: bytes | None, name: str, config: IngestConfig) -> Source:
+    """Open the PDF the pages render from (``converted``, else the upload), count pages, read the file's
+    facts: untrusted drawing, run in a parse worker by the plan stage (:mod:`mmrag.jobs.parse_pool`)."""
     if kind.family == "image":
         facts = complete_facts(DocumentFacts(page_count=1, source_kind=kind.name), name, None)
         return Source(kind.name, kind.media_type, 1, None, facts)
-    converted = None if kind.family == "pdf" else convert_to_pdf(data, kind.name, config)
     doc = pdf.open_pdf(data, config) if converted is None else _open_converted(converted, kind, name, config)
     with doc:  # the one open of the PDF the pages render from
+        check_pages(doc, 1, FIRST_PAGES, config)  # the pages the facts are read from, before they are drawn
         facts = complete_facts(file_facts(data, kind, doc), name, doc, config)
         return Source(kind.name, kind.media_type, doc.page_count, converted, facts, _spec(config))
+
+
+def prepare_source(data: bytes, name: str, config: IngestConfig, checked: Kind | None = None) -> Source:
+    """Convert when needed (once), count pages, read the file's facts, in this process (the plan stage runs
+    the reading part in a parse worker instead)."""
+    kind, converted = convert_upload(data, name, config, checked)
+    return read_source(data, kind, converted, name, config)
 
 
 def _spec(config: IngestConfig) -> RenderSpec | None:

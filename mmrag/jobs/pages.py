@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from mmrag.config import IngestConfig
@@ -22,13 +22,14 @@ def needs_images(spaces: Iterable[str], config: IngestConfig) -> bool:
 
 
 def parse_pages(data: bytes, kind: str, doc_id: str, filename: str, config: IngestConfig,
-                first: int, last: int, images: bool = True) -> list[Page]:
+                first: int, last: int, images: bool = True, on_page: Callable[[int], None] | None = None) -> list[Page]:
     """Pages ``first..last`` (1-based, inclusive) of ``data``, an image upload or a PDF (the upload or
     its conversion) as the plan stage's ``kind`` says, with text layer or OCR, rendered if ``images``
-    (OCRed pages and image uploads always are)."""
+    (OCRed pages and image uploads always are); ``on_page`` is told each PDF page's number as its work starts.
+    Runs in a parse worker process (:mod:`mmrag.jobs.parse_worker`): the input is untrusted."""
     if KINDS[kind].family == "image":
         return parse_image(data, doc_id, filename, config)
-    return parse_pdf(data, doc_id, config, first, last, images)
+    return parse_pdf(data, doc_id, config, first, last, images, on_page)
 
 
 def split_images(pages: list[Page]) -> tuple[list[Page], list[bytes | None]]:

@@ -1,10 +1,12 @@
 """The embedded job runner: the stage code on worker threads, no broker.
 
 Three in-memory queues mirror the Celery queues: ``cpu`` (plan, parse) and ``gpu`` (embed) run
-on ``cpu_workers`` / ``embed_workers`` threads; ``write`` (write, commit) runs on one thread, the
-single writer of the store, catalog and job state. The ``cpu`` queue serves parses before plans
-(then first come, first served), so a job of many files starts embedding its first file while the
-others are still to plan; the stages' window (:mod:`mmrag.jobs.stages`) keeps parsing at most
+on ``cpu_workers + 1`` / ``embed_workers`` threads; ``write`` (write, commit) runs on one thread, the
+single writer of the store, catalog and job state. Every queue serves corpora in turn
+(:class:`~mmrag.jobs.fair_queue.FairQueue`); one corpus holds at most ``cpu_workers`` parse threads,
+so the extra one is always there for the others (a file that takes its whole parse budget delays no
+one else). Within a corpus, parses go before plans, so a job of many files starts embedding its first
+file while the others are still to plan; the stages' window (:mod:`mmrag.jobs.stages`) keeps parsing at most
 ``parse_ahead`` batches ahead of embedding. torch's threads are set once (``embed_threads``).
 Queues are not durable: the job state and the spool are, and :meth:`LocalRunner.start` re-sends
 the pending work of every unfinished job, so a job resumes after a restart (even after SIGKILL).
@@ -15,10 +17,8 @@ from any thread, ``stop()`` before the pipeline closes (work in flight is redone
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +27,7 @@ from typing import Protocol
 from mmrag.config import JobsConfig, Settings
 from mmrag.embed.threads import set_torch_threads
 from mmrag.errors import Unavailable
+from mmrag.jobs.fair_queue import FairQueue
 from mmrag.jobs.model import JobStatus, Work
 from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, retry_delay, run_stage
 from mmrag.jobs.writer import JobWriter, Upload
@@ -47,39 +48,20 @@ RunnerFactory = Callable[[JobWriter, StageContext, Settings], JobRunner]
 """How the composition root builds a process's runner from the job writer, the stage context and settings."""
 
 
-_ORDER = {"parse": 0, "plan": 1}  # cpu queue: parses before plans
-_STOP = -1  # a stop marker goes before any work
-
-
-class _WorkQueue:
-    """A queue of work: by stage order (``_ORDER``, others 0), then first in, first out; ``None`` stops."""
-
-    def __init__(self) -> None:
-        self._q: queue.PriorityQueue[tuple[int, int, Work | None]] = queue.PriorityQueue()
-        self._seq = itertools.count()
-
-    def put(self, work: Work | None) -> None:
-        rank = _STOP if work is None else _ORDER.get(work.stage, 0)
-        self._q.put((rank, next(self._seq), work))
-
-    def get(self) -> Work | None:
-        return self._q.get()[2]
-
-    def qsize(self) -> int:
-        return self._q.qsize()
-
-
 class LocalRunner:
     def __init__(self, ctx: StageContext, writer: JobWriter, config: JobsConfig) -> None:
         self.ctx, self.writer, self.config = ctx, writer, config
-        self.queues: dict[str, _WorkQueue] = {q: _WorkQueue() for q in ("cpu", "gpu", "write")}
+        # cpu: one thread more than a corpus may hold, so another corpus's files never wait behind it
+        self.queues = {"cpu": FairQueue(config.cpu_workers), "gpu": FairQueue(), "write": FairQueue()}
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
+        self._corpus_of: dict[str, str] = {}  # job id -> its corpus (the queues' turns)
 
     def start(self) -> None:
         if self.config.embed_threads and self.ctx.spaces is not None:
             set_torch_threads(self.config.embed_threads)
-        counts = {"cpu": self.config.cpu_workers, "gpu": self.config.embed_workers, "write": 1}
+        self.ctx.parser.warm(self.ctx.parser.idle)  # importing now, not at the first job (lives with this thread)
+        counts = {"cpu": self.config.cpu_workers + 1, "gpu": self.config.embed_workers, "write": 1}
         for name, n in counts.items():
             for i in range(n):
                 t = threading.Thread(target=self._loop, args=(name,), name=f"mmrag-jobs-{name}-{i}", daemon=True)
@@ -92,9 +74,10 @@ class LocalRunner:
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stopping.set()
+        self.ctx.parser.close()  # parses in progress stop now (their work resumes at the next start)
         for name, q in self.queues.items():
             for _ in range(sum(t.name.startswith(f"mmrag-jobs-{name}-") for t in self._threads)):
-                q.put(None)
+                q.stop()
         deadline = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -103,7 +86,15 @@ class LocalRunner:
     # the dispatcher ------------------------------------------------------------------
     def send(self, work: list[Work]) -> None:
         for w in work:
-            self.queues[w.queue].put(w)
+            self.queues[w.queue].put(w, self._corpus(w.job_id))
+
+    def _corpus(self, job_id: str) -> str:
+        corpus = self._corpus_of.get(job_id)
+        if corpus is None:
+            if len(self._corpus_of) > 10_000:
+                self._corpus_of.clear()
+            corpus = self._corpus_of[job_id] = self.writer.jobs.status(job_id).corpus
+        return corpus
 
     def submit(self, corpus: str, uploads: list[Upload]) -> str:
         if not self._threads:
@@ -122,13 +113,15 @@ class LocalRunner:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.config.parse_nice)  # this thread only
         q = self.queues[name]
         while True:
-            work = q.get()
-            if work is None or self._stopping.is_set():
+            taken = q.get()
+            if taken is None or self._stopping.is_set():
                 return
             try:
-                self.send(self._run(work))
+                self.send(self._run(taken.work))
             except Exception:  # a bug in the owner path: log, keep the thread alive; resume redoes it
-                log.exception("job work %s failed", work)
+                log.exception("job work %s failed", taken.work)
+            finally:
+                q.done(taken)
 
     def _run(self, work: Work) -> list[Work]:
         if work.queue == "write":

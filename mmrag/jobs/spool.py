@@ -81,7 +81,11 @@ class Spool:
         return self.file_dir(job_id, file) / f"b{batch}.{kind}.npz"
 
     def put(self, job_id: str, file: int, batch: int, kind: str, value: Any) -> None:
-        self._atomic(self._output(job_id, file, batch, kind), spool_codec.dumps(value))
+        self.put_encoded(job_id, file, batch, kind, spool_codec.dumps(value))
+
+    def put_encoded(self, job_id: str, file: int, batch: int, kind: str, data: bytes) -> None:
+        """An output already encoded with :func:`spool_codec.dumps` (by a parse worker)."""
+        self._atomic(self._output(job_id, file, batch, kind), data)
 
     def get(self, job_id: str, file: int, batch: int, kind: str) -> Any:
         return spool_codec.loads(self._output(job_id, file, batch, kind).read_bytes())

@@ -7,6 +7,9 @@ Re-running a stage overwrites the same output, so redelivery (``acks_late``) and
     plan  (cpu):  convert, count pages, read facts,     -> commit + parse of the first page batches
                   or report the file bad
     parse (cpu):  text layer, tables, OCR (render)       -> embed   (or commit: file failed)
+
+The untrusted reading and drawing of plan and parse run in a parse worker process under a time and
+memory budget (:mod:`mmrag.jobs.parse_pool`); conversions stay in their own jail (plan, in this process).
     embed (gpu):  vectors of one batch's pages           -> write + parse of the next batch
     write / commit run in the process that owns the store (:mod:`mmrag.jobs.writer`).
 
@@ -25,17 +28,20 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.sniff import KINDS
-from mmrag.ingest.source import Source, prepare_source
+from mmrag.ingest.source import Source, convert_upload
 from mmrag.jobs.embedding import embed_pages
-from mmrag.jobs.model import Failed, ParsedBatch, Planned, StageTimings, Work
-from mmrag.jobs.pages import needs_images, parse_pages, split_images, stage_timings
+from mmrag.jobs.model import Failed, Planned, StageTimings, Work
+from mmrag.jobs.pages import needs_images
+from mmrag.jobs.parse_pool import ParseInterrupted, ParsePool
+from mmrag.jobs.parse_worker import ParsedPages, ParseRequest
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
 from mmrag.types import Document
@@ -50,6 +56,11 @@ class StageContext:
     batch_pages: int
     spaces: dict[str, Space] | None = None  # None: this process does not embed (a CPU worker)
     parse_ahead: int = 2  # batches of a file parsed ahead of the one being embedded (JobsConfig.parse_ahead)
+    parser: ParsePool = field(default_factory=ParsePool)  # where untrusted files are read and drawn (a budget)
+
+    def parse_call(self, work: Work, request: ParseRequest) -> Any:
+        """``request`` run in a parse worker; stopped (ParseInterrupted) as soon as the job is cancelled."""
+        return self.parser.call(request, cancelled=lambda: self.spool.cancelled(work.job_id))
 
 
 SOURCE_BATCH = -1  # spool slot of the file's Source (kind, converted PDF, facts), written by plan
@@ -81,7 +92,9 @@ def plan(ctx: StageContext, work: Work) -> list[Work]:
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
     checked = KINDS[m.kind] if m.kind else None  # the kind the upload checks found (they ran then)
-    source = prepare_source(ctx.spool.blob(m.blob), m.filename, ctx.ingest, checked)  # non-PDF kinds converted once
+    data = ctx.spool.blob(m.blob)
+    kind, converted = convert_upload(data, m.filename, ctx.ingest, checked)  # non-PDF kinds converted once (jail)
+    source: Source = ctx.parse_call(work, ParseRequest("source", data, kind.name, m.filename, ctx.ingest, converted))
     ctx.spool.put(work.job_id, work.file, SOURCE_BATCH, "source", source)  # later stages read its kind
     facts = {**m.metadata, "doc": source.facts.as_dict()}  # title/author/dates + entities/periods: catalog + payload
     ctx.spool.put_manifest(work.job_id, work.file, replace(m, metadata=facts))
@@ -101,12 +114,12 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
     if first > source.pages:
         return []  # released by the window (see embed) past the file's last batch
-    pages = parse_pages(data, source.kind, m.document_id, m.filename, ctx.ingest, first, last,
-                        images=needs_images(m.spaces, ctx.ingest))
-    meta, images = split_images(pages)
-    ctx.spool.put(work.job_id, work.file, work.batch, "images", images)
-    ctx.spool.put(work.job_id, work.file, work.batch, "pages", ParsedBatch(source.media_type, meta))
-    timings = {"parse": time.perf_counter() - t0, **stage_timings(pages)}
+    request = ParseRequest("pages", data, source.kind, m.filename, ctx.ingest, doc_id=m.document_id, first=first,
+                           last=last, images=needs_images(m.spaces, ctx.ingest), media_type=source.media_type)
+    parsed: ParsedPages = ctx.parse_call(work, request)
+    ctx.spool.put_encoded(work.job_id, work.file, work.batch, "images", parsed.images)
+    ctx.spool.put_encoded(work.job_id, work.file, work.batch, "pages", parsed.pages)
+    timings = {"parse": time.perf_counter() - t0, **parsed.timings}
     return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
@@ -152,6 +165,9 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
         return WORKER_STAGES[work.stage](ctx, work)
     except InvalidInput as exc:  # a bad file
         return failed(work, exc.code, exc.message)
+    except ParseInterrupted as exc:  # cancelled: dropped; stopping: resumed from the job state at the next start
+        log.info("%s of job %s file %d batch %d stopped: %s", work.stage, work.job_id, work.file, work.batch, exc)
+        return []
     except FileNotFoundError:
         log.info("dropping stale %s work of job %s file %d", work.stage, work.job_id, work.file)
         return []

@@ -94,8 +94,10 @@ def serialised(method: Callable[Concatenate[JobWriter, P], R]) -> Callable[Conca
 
 
 class JobWriter:
-    def __init__(self, catalog: Catalog, store: VectorStore, jobs: JobStore, spool: Spool) -> None:
+    def __init__(self, catalog: Catalog, store: VectorStore, jobs: JobStore, spool: Spool,
+                 plan_ahead: int = 4) -> None:
         self.catalog, self.store, self.jobs, self.spool = catalog, store, jobs, spool
+        self.plan_ahead = plan_ahead  # files of one job whose plan is sent at once (JobsConfig.plan_ahead)
         self._lock = threading.RLock()  # re-entrant: a serialised method may call another
 
     # creation ----------------------------------------------------------------------
@@ -115,7 +117,8 @@ class JobWriter:
             files.append(NewFile(up.filename, doc_id, blob, len(up.data), state))
         self.jobs.create_job(job_id, corpus, files)
         self._maybe_finish_job(job_id)
-        return job_id, [Work("plan", job_id, i) for i, f in enumerate(files) if f.state == FileState.QUEUED]
+        plans = [Work("plan", job_id, i) for i, f in enumerate(files) if f.state == FileState.QUEUED]
+        return job_id, plans[:self.plan_ahead]  # each plan's outcome releases the next (_next_plan)
 
     # applying work -------------------------------------------------------------------
     @serialised
@@ -125,6 +128,7 @@ class JobWriter:
             return []  # late or redelivered work of a finished/cancelled job or a failed file
         if work.stage == "commit":
             self._commit(job, work)
+            return self._next_plan(job, work) if work.batch == -1 else []  # the file's plan has ended
         elif work.stage == "write":
             self._write(job, work)
         else:
@@ -150,6 +154,18 @@ class JobWriter:
         if self.jobs.mark_batch_written(job.id, work.file, work.batch, len(doc.pages)):
             self.jobs.add_timings(job.id, {**work.timings, "write": time.perf_counter() - t0})
         self._maybe_finish_file(job.id, work.file)
+
+    def _next_plan(self, job: JobStatus, work: Work) -> list[Work]:
+        """The plan a file's planning releases: the file ``plan_ahead`` places after it among those to plan,
+        so one job's files reach the ``cpu`` queue a few at a time (other jobs' files are not queued behind
+        all of them, on Celery too)."""
+        planable = [f.index for f in job.files if f.state != FileState.EXISTS]
+        if work.file not in planable:
+            return []
+        j = planable.index(work.file) + self.plan_ahead
+        if j >= len(planable) or job.files[planable[j]].state != FileState.QUEUED:
+            return []
+        return [Work("plan", job.id, planable[j])]
 
     def _fail_file(self, job: JobStatus, file: int, error: str, message: str) -> None:
         f = job.files[file]
@@ -236,9 +252,12 @@ class JobWriter:
         if touch:
             self.jobs.touch(job_id)
         out: list[Work] = []
+        plans = 0
         for f in job.files:
             if f.state == FileState.QUEUED:
-                out.append(Work("plan", job_id, f.index))
+                if plans < self.plan_ahead:  # the first few; each one's outcome releases the next
+                    out.append(Work("plan", job_id, f.index))
+                plans += 1
             elif f.state == FileState.RUNNING:
                 written = self.jobs.written_batches(job_id, f.index)
                 out.extend(self._resume_batch(job_id, f.index, b) for b in range(f.batches) if b not in written)

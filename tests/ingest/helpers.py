@@ -13,9 +13,12 @@ from mmrag.ingest.ids import document_id
 from mmrag.jobs import stages
 from mmrag.jobs.model import Manifest, Planned, Work
 from mmrag.jobs.pages import PIXEL_SPACES
+from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.writer import check_upload
 from mmrag.types import Document
+
+PARSER = ParsePool(idle=1)  # one warm parse worker for the session's tests (it ends with the test process)
 
 
 def parse_document(data: bytes, filename: str, config: IngestConfig,
@@ -26,7 +29,7 @@ def parse_document(data: bytes, filename: str, config: IngestConfig,
     kind = check_upload(data, name, config.max_upload_bytes, config)
     with tempfile.TemporaryDirectory() as tmp:
         spool = Spool(Path(tmp))
-        ctx = stages.StageContext(config, spool, batch_pages=config.max_pages)  # one batch: the whole file
+        ctx = stages.StageContext(config, spool, batch_pages=config.max_pages, parser=PARSER)  # one batch: all
         spool.put_manifest("job", 0, Manifest("corpus", name, document_id(data), spool.put_blob(data), len(data),
                                               dict(metadata or {}), sorted(PIXEL_SPACES), None, kind.name))
         commit, *parses = stages.plan(ctx, Work("plan", "job", 0))

@@ -6,7 +6,8 @@ import pytest
 
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import load_embedder
-from mmrag.jobs.model import FileState, JobState
+from mmrag.jobs.model import Failed, FileState, JobState, Work
+from mmrag.jobs.stages import run_stage
 from mmrag.jobs.writer import Upload
 from mmrag.pipeline import build_pipeline
 from tests.jobs.helpers import encrypted_pdf, points_per_page, text_pdf, wait_until
@@ -78,3 +79,24 @@ def test_transient_errors_retry_with_backoff_then_fail_the_file(settings, failur
         assert flaky.calls == 4  # 1 try + 3 retries
     else:
         assert flaky.calls == 3
+
+
+def test_a_job_queues_its_files_plans_a_few_at_a_time(settings):
+    """``plan_ahead`` files of a job are planned at once; each one's plan, when it ends, queues the next
+    (so a job of many files does not fill the cpu queue ahead of other jobs, on Celery too)."""
+    settings.embed.text_model = "fake:384"
+    settings.jobs.plan_ahead = 2
+    p = build_pipeline(settings, embedders={"text": load_embedder("fake:384")}, run_jobs=False)
+    try:
+        p.corpora.create_corpus("c")
+        job_id, first = p.job_writer.submit("c", [Upload(f"{i}.pdf", text_pdf(f"file {i}"), {}) for i in range(5)])
+        assert [w.file for w in first] == [0, 1]
+        ctx = p.stage_context()
+        commit, *_ = run_stage(ctx, first[1])
+        assert [(w.stage, w.file) for w in p.job_writer.handle(commit)] == [("plan", 3)]
+        failed = Work("commit", job_id, 0, -1, Failed("corrupt_document", "bad"))
+        assert [(w.stage, w.file) for w in p.job_writer.handle(failed)] == [("plan", 2)]
+        assert [w.file for w in p.job_writer.pending_work(job_id) if w.stage == "plan"] == [2, 3]
+        ctx.parser.close()
+    finally:
+        p.close()
