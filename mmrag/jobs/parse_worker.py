@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, Literal
 
 from mmrag.config import IngestConfig
 from mmrag.errors import MMRAGError
+from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.jobs import spool_codec
 
 HEADER = struct.Struct(">cQ")
@@ -106,8 +107,9 @@ def error_body(exc: BaseException, memory_mb: int) -> dict[str, Any]:
     if out_of_memory(exc):
         return {"code": "too_complex", "message": f"parsing needed more than the parse memory limit of "
                 f"{memory_mb:,} MiB (MMRAG_INGEST__PARSE_MEMORY_MB)", "detail": {"limit": "parse_memory_mb"}}
-    if isinstance(exc, MMRAGError):
-        return {"code": exc.code, "message": exc.message, "detail": exc.detail}
+    known = exc if isinstance(exc, MMRAGError) else corrupt_document(exc)  # MuPDF met damage: the file's fault
+    if known is not None:
+        return {"code": known.code, "message": known.message, "detail": known.detail}
     return {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}", "detail": {}}
 
 
