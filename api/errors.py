@@ -15,7 +15,8 @@ from api.openai_schemas import error_body
 from api.schemas import ErrorBody
 from mmrag import errors
 
-OPENAI_PREFIX = "/v1/"  # routes that speak OpenAI's wire format, errors included
+OPENAI_ROUTES = ("/v1/chat/", "/v1/models")  # the query API's OpenAI-compatible routes, errors included (the
+# embedding service's /v1/embeddings keeps our error body: docs/embedding.md)
 OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "invalid_request_error", 413: "invalid_request_error", 415: "invalid_request_error",
                 422: "invalid_request_error", 429: "rate_limit_error"}
@@ -46,7 +47,7 @@ def error_payload(exc: errors.MMRAGError) -> dict[str, Any]:
 
 
 def speaks_openai(path: str) -> bool:
-    return path.startswith(OPENAI_PREFIX)
+    return path.startswith(OPENAI_ROUTES)
 
 
 def openai_payload(status: int, message: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -60,7 +60,6 @@ def test_search_filters_and_explain(pipeline, corpus_dir):
     (SearchRequest(query="   "), "empty query"),
     (SearchRequest(query="x", top_k=0), "top_k"),
     (SearchRequest(query="x", top_k=10_000), "top_k"),
-    (SearchRequest(query="x", spaces=["colpali"]), "not available"),
     (SearchRequest(query="x", spaces=["bm25"], weights={"text": 2.0}), "weight"),
     (SearchRequest(query="x" * 5000), "limit"),
     (SearchRequest(query="", image=b"not an image"), "cannot be decoded"),
@@ -69,6 +68,12 @@ def test_bad_search_requests(pipeline, request_, match):
     pipeline.corpora.create_corpus("c")
     with pytest.raises(InvalidInput, match=match):
         pipeline.search("c", request_)
+
+
+def test_a_space_the_corpus_lacks_is_a_conflict(pipeline):
+    pipeline.corpora.create_corpus("c")
+    with pytest.raises(Conflict, match="not available for this corpus"):
+        pipeline.search("c", SearchRequest(query="x", spaces=["colpali"]))
 
 
 def test_unknown_corpus_and_conflicts(pipeline):
