@@ -88,11 +88,16 @@ function options() {
 }
 
 function scoreTable(r) {
-  const spaces = Object.keys({ ...r.scores, ...r.ranks });
-  if (!spaces.length) return null;
+  const keys = Object.keys({ ...r.scores, ...r.ranks });
+  const spaces = keys.filter((k) => !k.startsWith("ranker."));
+  const ranker = keys.filter((k) => k.startsWith("ranker.") && r.scores[k] !== 0)  // the learned ranker's features
+    .sort((a, b) => Math.abs(r.scores[b]) - Math.abs(r.scores[a]));
+  if (!keys.length) return null;
   return el("details", { class: "scores" }, el("summary", { text: "Per-space scores" }),
     table(["Space", "Rank", "Score"], spaces.map((s) => [s, String(r.ranks[s] ?? "–"), fmt(r.scores[s], 4)]),
-      `Scores of ${r.document} page ${r.page}`));
+      `Scores of ${r.document} page ${r.page}`),
+    ranker.length ? table(["Ranker feature", "Contribution"], ranker.map((k) => [k.slice(7), fmt(r.scores[k], 4)]),
+      `What each feature added to the ranker's score of ${r.document} page ${r.page}`) : null);
 }
 
 function renderResults(state, out, query) {

@@ -183,14 +183,17 @@ def test_search_shows_highlighted_thumbnails_and_scores(desktop):
     assert frame["y"] <= box["y"] < frame["y"] + frame["height"]
     assert image_width(first.locator(".thumb img")) == 256
     first.get_by_text("Per-space scores").click()
-    expect(first.get_by_role("row", name="text")).to_be_visible()
-    expect(first.get_by_role("row", name="bm25")).to_be_visible()
+    per_space, ranker = first.locator(".scores table").nth(0), first.locator(".scores table").nth(1)
+    expect(per_space.get_by_role("row", name="text")).to_be_visible()
+    expect(per_space.get_by_role("row", name="bm25")).to_be_visible()
+    expect(ranker.get_by_role("row").first).to_be_visible()  # what each feature added to the learned ranker's score
+    assert ranker.locator("th").first.inner_text() == "Ranker feature"
     screenshot(page, "search")
     page.get_by_label("bm25", exact=True).uncheck()  # one space only: the request names it
     page.get_by_role("button", name="Search", exact=True).click()
     first.get_by_text("Per-space scores").click()
-    expect(first.get_by_role("row", name="text")).to_be_visible()
-    expect(first.get_by_role("row", name="bm25")).to_have_count(0)
+    expect(per_space.get_by_role("row", name="text")).to_be_visible()
+    expect(per_space.get_by_role("row", name="bm25")).to_have_count(0)
     page.get_by_label("bm25", exact=True).check()
     no_console_errors(console)
 
