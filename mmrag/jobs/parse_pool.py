@@ -123,7 +123,7 @@ class ParsePool:
                 worker = self._take(fresh=True)
                 worker.send(payload)
             result, error = self._wait(worker, request, cancelled)
-            answered = True
+            answered = error is None  # a worker that failed a file (memory spent, MuPDF's state) is not reused
         except BrokenPipeError:
             raise self._died(worker, request) from None
         finally:

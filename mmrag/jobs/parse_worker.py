@@ -32,7 +32,7 @@ from mmrag.jobs import spool_codec
 
 HEADER = struct.Struct(">cQ")
 REQUEST, PAGE, RESULT, ERROR = b"Q", b"P", b"R", b"E"
-_MEMORY_SIGNS = ("malloc", "out of memory", "cannot allocate", "bad_alloc", "failed to map")
+_MEMORY_SIGNS = ("malloc", "calloc", "realloc", "out of memory", "cannot allocate", "bad_alloc", "failed to map")
 
 
 @dataclass(frozen=True, slots=True)

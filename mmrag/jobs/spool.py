@@ -40,6 +40,7 @@ class Spool:
         private_folder(root)
         (root / "blobs").mkdir(parents=True, exist_ok=True)
         (root / "jobs").mkdir(parents=True, exist_ok=True)
+        (root / "cancelled").mkdir(parents=True, exist_ok=True)
 
     @staticmethod
     def _atomic(path: Path, data: bytes) -> None:
@@ -98,10 +99,13 @@ class Spool:
 
     # jobs ----------------------------------------------------------------------
     def cancel(self, job_id: str) -> None:
-        self._atomic(self.root / "jobs" / job_id / "cancelled", b"1")
+        """Mark a job cancelled. The mark lives outside the job's folder: the writer drops that folder as
+        soon as the job is finished, while a parse worker may still be drawing one of its pages (the
+        call watching the mark must still see it then)."""
+        self._atomic(self.root / "cancelled" / job_id, b"1")
 
     def cancelled(self, job_id: str) -> bool:
-        return (self.root / "jobs" / job_id / "cancelled").exists()
+        return (self.root / "cancelled" / job_id).exists()
 
     def drop_job(self, job_id: str) -> None:
         shutil.rmtree(self.root / "jobs" / job_id, ignore_errors=True)
