@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._stats import Estimate, interval, machine_line, mean_stat, result_line
+from bench._stats import Estimate, interval, machine_line, mean_stat, ratio_interval, result_line
 from bench._suite_data import open_search_pipeline
 from mmrag.evaluate.rank_data import (
     QuestionRows,
@@ -138,8 +138,8 @@ def latency(specs: Sequence[str], rounds: int, model_path: Path) -> dict[str, Es
     p50_on, p50_off = float(np.median(on)), float(np.median(off))
     print(f"search p50: ranker {p50_on * 1000:.1f} ms, without {p50_off * 1000:.1f} ms "
           f"(p99 {np.percentile(on, 99) * 1000:.1f} / {np.percentile(off, 99) * 1000:.1f} ms; {len(on)} searches)")
-    return {"p50_ratio": interval([p50_on / p50_off], mean_stat),
-            "p50_on_ms": interval([p50_on * 1000], mean_stat), "p50_off_ms": interval([p50_off * 1000], mean_stat)}
+    return {"p50_ratio": ratio_interval(on, off), "p50_on_ms": interval([t * 1000 for t in on]),
+            "p50_off_ms": interval([t * 1000 for t in off])}
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ documents it was not trained on (:func:`fold_split`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,11 +66,10 @@ def collect_questions(retriever: Retriever, suite: Suite, corpus: str | None = N
             continue
         request = SearchRequest(query=query.text, top_k=10, spaces=spaces or suite.spec.pipeline.spaces)
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
+        baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"  # on a copy: both set its limit
+                    for h in retriever.prior_ranked(corpus, names, qin, replace(node), request)[0]]
         candidates, hits = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
         keys = [f"{Path(hits[c.page_id].payload['filename']).name}#{c.page}" for c in candidates]
-        _, names, qin, _, node = retriever.prepare(corpus, request)  # a fresh plan: candidates() set its limit
-        baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"
-                    for h in retriever.prior_ranked(corpus, names, qin, node, request)[0]]
         out.append(QuestionRows(
             query_id=query.id, fold=question_fold(query, judged), suite=suite.name,
             rows=feature_matrix(qin.text, candidates),

@@ -277,6 +277,8 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
     )
     qrels_path = corpus / "qrels" / "test.tsv" if ds.format == "beir" and ds.qrels == "qrels.tsv" else folder / ds.qrels
     if ds.format == "financebench":
+        from mmrag.evaluate.financebench import load_financebench
+
         queries, qrels = load_financebench(corpus / ds.queries)
     else:
         queries, qrels = load_queries(queries_path), load_qrels(qrels_path)
@@ -348,22 +350,6 @@ def load_queries(path: Path) -> list[Query]:
         split = row.get("split")
         queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags], split=str(split) if split else None))
     return queries
-
-
-def load_financebench(path: Path) -> tuple[list[Query], dict[str, dict[str, int]]]:
-    """Queries and page judgments from FinanceBench's question file: each evidence page
-    (``evidence_page_num``, 0-based) of the question's ``doc_name`` is judged 1 (``file.pdf#page``, 1-based)."""
-    queries: list[Query] = []
-    qrels: dict[str, dict[str, int]] = {}
-    for row in _read_jsonl(path):
-        qid, text, doc = str(row.get("financebench_id", "")), str(row.get("question", "")), row.get("doc_name")
-        if not qid or not text or not doc:
-            raise InvalidInput(f"{path.name}: every question needs financebench_id, question and doc_name")
-        tags = [f"kind:{row['question_type']}"] if row.get("question_type") else []
-        queries.append(Query(id=qid, text=text, tags=[*tags, f"company:{str(row.get('company', '')).lower()}"]))
-        pages = {int(e["evidence_page_num"]) + 1 for e in row.get("evidence") or [] if "evidence_page_num" in e}
-        qrels[qid] = {f"{doc}.pdf#{p}": 1 for p in sorted(pages)} or {f"{doc}.pdf": 1}
-    return queries, qrels
 
 
 def load_qa(path: Path) -> list[QAItem]:
