@@ -64,7 +64,7 @@ class PipelineLibrary:
 
     def corpora(self) -> list[dict[str, Any]]:
         return [{"name": r.name, "documents": r.documents, "pages": r.pages, "spaces": list(r.config.spaces)}
-                for r in self.pipeline.catalog.list_corpora() if self.principal.sees(r.name)]
+                for r in self.pipeline.catalog.corpora.listed() if self.principal.sees(r.name)]
 
     def search(self, corpus: str, body: SearchIn) -> list[dict[str, Any]]:
         self._check(corpus)
@@ -82,11 +82,11 @@ class PipelineLibrary:
 
     def page_image(self, corpus: str, page_id: str) -> bytes:
         self._check(corpus)
-        return self.pipeline.catalog.page_image(corpus, page_id)
+        return self.pipeline.catalog.pages.image(corpus, page_id)
 
     def answer(self, corpus: str, body: AnswerIn) -> dict[str, Any]:
         self._check(corpus)
-        self.pipeline.catalog.corpus_config(corpus)
+        self.pipeline.catalog.corpora.config(corpus)
         service = self.pipeline.answers.enable()
         events = service.answer_stream(corpus, body.question, body.top_k, body.visual_token_budget,
                                        body.max_new_tokens, document_ids=body.document_ids)

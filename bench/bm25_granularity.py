@@ -34,11 +34,10 @@ from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.evaluate.metrics import query_metrics
 from mmrag.evaluate.suite import Query, load_suite
 from mmrag.ingest.chunking import chunk_page
-from mmrag.ingest.page_context import section_line
 from mmrag.jobs.bm25_stats import corpus_avg_len, reweight
 from mmrag.pipeline import Pipeline
 from mmrag.spaces.bm25 import bm25_model, bm25_term_counts, bm25_text
-from mmrag.types import SearchRequest
+from mmrag.types import SearchRequest, section_line
 
 K, B = 1.2, 0.75
 SPACE_SETS = {"bm25": ["bm25"], "hybrid": ["text", "bm25"], "default": None}
@@ -102,9 +101,9 @@ def main() -> None:
     try:
         suite = load_suite(args.suite)
         corpus = suite.corpus_name
-        docs = pipeline.catalog.list_documents(corpus, limit=100_000)
+        docs = pipeline.catalog.documents.listed(corpus, limit=100_000)
         names = {d.id: d.filename for d in docs}
-        pages = [p for d in docs for p in pipeline.catalog.stored_pages(corpus, d.id)]
+        pages = [p for d in docs for p in pipeline.catalog.pages.stored(corpus, d.id)]
         page_text = [bm25_text(p.text, section_line(p.context)) for p in pages]
         own = corpus_avg_len(pipeline.catalog, corpus)
         assert own is not None, f"corpus {corpus!r} has no text"

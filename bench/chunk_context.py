@@ -62,12 +62,12 @@ def variant_vectors(pipeline: Pipeline, corpus: str, variant: str, sections: dic
     """The text vectors of every page of ``corpus`` embedded with the variant's chunk context (cached)."""
     path = cache_dir / f"{variant}.pkl"
     cached: dict[str, Vectors] = pickle.loads(path.read_bytes()) if path.exists() else {}
-    config = pipeline.catalog.corpus_config(corpus).model_copy(update={"chunk_context": VARIANTS[variant]})
+    config = pipeline.catalog.corpora.config(corpus).model_copy(update={"chunk_context": VARIANTS[variant]})
     t0 = time.perf_counter()
-    for info in pipeline.catalog.list_documents(corpus):
+    for info in pipeline.catalog.documents.listed(corpus):
         if info.id in cached:
             continue
-        pages = pipeline.catalog.stored_pages(corpus, info.id)
+        pages = pipeline.catalog.pages.stored(corpus, info.id)
         for page in pages:
             page.context = sections[info.filename].get(page.number, [])
         doc = Document(id=info.id, filename=info.filename, media_type=info.media_type, size_bytes=info.size_bytes,
@@ -102,7 +102,8 @@ def main() -> None:
         suite = load_suite(args.suite)
         source = suite.corpus_name
         t0 = time.perf_counter()
-        sections = {d.filename: sections_of(args.pdf_dir, d.filename) for d in pipeline.catalog.list_documents(source)}
+        documents = pipeline.catalog.documents.listed(source)
+        sections = {d.filename: sections_of(args.pdf_dir, d.filename) for d in documents}
         print(f"section paths of {len(sections)} PDFs in {time.perf_counter() - t0:.1f} s")
         variants = ["none", *args.variants]
         own = {h.id: h.vectors["text"] for h in pipeline.store.scroll(source, limit=100_000, with_vectors=["text"])

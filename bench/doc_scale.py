@@ -49,7 +49,7 @@ def main() -> None:
     try:
         suite = load_suite(args.suite)
         names = {p.name for p in suite.documents(Path("."))}
-        documents = pipeline.catalog.list_documents(suite.corpus_name, limit=1_000_000)
+        documents = pipeline.catalog.documents.listed(suite.corpus_name, limit=1_000_000)
         group = {n for n in names if n.startswith(args.group)}
         questions = group_questions(suite, group)
         sizes = corpus_sizes(documents, group, names)

@@ -36,8 +36,8 @@ def main() -> None:
     suite = load_suite(args.suite)
     _, pipeline = open_search_pipeline(args.data_dir)
     corpus = args.corpus or suite.corpus_name
-    spaces = pipeline.catalog.corpus_config(corpus).spaces
-    pages = sum(d.page_count for d in pipeline.catalog.list_documents(corpus))
+    spaces = pipeline.catalog.corpora.config(corpus).spaces
+    pages = sum(d.page_count for d in pipeline.catalog.documents.listed(corpus))
     texts = [q.text for q in suite.queries[: args.queries]]
     requests = {"pages": [SearchRequest(query=t, top_k=args.top_k, spaces=[s for s in spaces if s != "document"])
                           for t in texts],

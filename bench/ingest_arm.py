@@ -70,7 +70,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             assert job.state.value == "done" and job.pages_done == job.pages_total, job.summary()
             hits = pipeline.store.scroll("c", limit=100_000, with_vectors=["text"])
             chunks = sum(len(h.vectors["text"]) for h in hits if h.vectors and "text" in h.vectors)
-            spaces = pipeline.catalog.corpus_config("c").spaces
+            spaces = pipeline.catalog.corpora.config("c").spaces
         finally:
             pipeline.close()
         sizes = _sizes(settings.data_dir, "c")

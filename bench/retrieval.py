@@ -62,7 +62,7 @@ def two_stage(pipeline: Pipeline, qs: list[np.ndarray], ids: list[int], truth: l
               candidates: int) -> tuple[float, list[float]]:
     """(median ms, per-query Recall@10) of the product's plan: mean-vector prefetch -> full MaxSim
     rerank, over the queries ``ids``."""
-    spaces = pipeline.retriever.corpus_spaces(pipeline.catalog.corpus_config(CORPUS))
+    spaces = pipeline.retriever.corpus_spaces(pipeline.catalog.corpora.config(CORPUS))
     times, recalls = [], []
     for i in ids:
         query = QueryInput(text=f"q{i}")

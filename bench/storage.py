@@ -8,7 +8,7 @@ Each round ingests the same PDFs (``--corpus``, default the docling and sec-10q 
 spaces) into a fresh data folder, once per arm, ABBA-alternated over ``--rounds`` rounds. Measured:
 data folder bytes / source bytes (everything under the data folder once the job has finished), and
 pages/s from submit to the job's end. The word boxes' share is also reported: the catalog's
-compact coded form (:mod:`mmrag.ingest.word_boxes`) vs the JSON it replaced (same words, read back
+compact coded form (:mod:`mmrag.catalog.word_boxes`) vs the JSON it replaced (same words, read back
 through the catalog).
 
     python -m bench.storage [--rounds 5] [--limit 13]
@@ -54,8 +54,9 @@ def one_run(files: list[Path], arm: str, minilm: object) -> dict[str, float]:
             t0 = time.perf_counter()
             job = pipeline.ingest.uploads("c", uploads)
             seconds = time.perf_counter() - t0
-            packed = sum(len(w) for (w,) in pipeline.catalog._rows("SELECT words FROM pages WHERE corpus = ?", "c"))
-            pages = [p for d in pipeline.catalog.list_documents("c") for p in pipeline.catalog.stored_pages("c", d.id)]
+            packed = sum(len(w) for (w,) in pipeline.catalog._db.rows("SELECT words FROM pages WHERE corpus = ?", "c"))
+            catalog = pipeline.catalog
+            pages = [p for d in catalog.documents.listed("c") for p in catalog.pages.stored("c", d.id)]
             as_json = sum(len(json.dumps([[x.text, [round(v, 5) for v in x.bbox]] for x in p.words],
                                          ensure_ascii=False)) for p in pages)
         finally:

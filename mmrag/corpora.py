@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from mmrag.catalog import Catalog, check_corpus_name
+from mmrag.catalog import Catalog
+from mmrag.catalog.corpora import check_corpus_name
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
 from mmrag.embed.lazy import one_line, usable
@@ -57,10 +58,10 @@ class Corpora:
         for space, embedder in self.embedders.items():
             if space in config.spaces:
                 setattr(config, f"{space}_model", embedder.spec)
-        if self.catalog.has_corpus(name):
+        if self.catalog.corpora.exists(name):
             raise Conflict(f"corpus {name!r} already exists")
         self.store.create_collection(name, self.collection_spec(config))
-        self.catalog.create_corpus(name, config)
+        self.catalog.corpora.create(name, config)
         return config
 
     def why_off(self, space: str) -> str:
@@ -86,24 +87,24 @@ class Corpora:
 
     def ensure_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
         """The corpus's config, creating the corpus first if it does not exist (safe under a race)."""
-        if self.catalog.has_corpus(name):
-            return self.catalog.corpus_config(name)
+        if self.catalog.corpora.exists(name):
+            return self.catalog.corpora.config(name)
         try:
             return self.create_corpus(name, config)
         except Conflict:
-            return self.catalog.corpus_config(name)
+            return self.catalog.corpora.config(name)
 
     def delete_corpus(self, name: str) -> None:
-        self.catalog.corpus_config(name)
+        self.catalog.corpora.config(name)
         self.store.delete_collection(name)
-        self.catalog.delete_corpus(name)
+        self.catalog.corpora.delete(name)
 
     def delete_document(self, corpus: str, doc_id: str) -> None:
         self.writer.delete_document(corpus, doc_id)
 
     def optimize(self, corpus: str) -> None:
         """Build the corpus's indexes and quantised vectors now (the job writer does so after each job)."""
-        self.catalog.corpus_config(corpus)
+        self.catalog.corpora.config(corpus)
         self.store.optimize(corpus)
 
     def warm_up(self) -> None:
@@ -111,7 +112,7 @@ class Corpora:
         rather than on the first request: the API calls this on a background thread at start-up. Models no
         corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
         wanted = {"text"}
-        for row in self.catalog.list_corpora():
+        for row in self.catalog.corpora.listed():
             wanted.update(row.config.spaces)
         for space in sorted(wanted & set(self.embedders)):
             usable(self.embedders[space])

@@ -100,16 +100,16 @@ class KeyStore(SqliteDB):
         key_id = secrets.token_hex(6)
         secret = f"mmrag_{key_id}_{secrets.token_urlsafe(32)}"
         key = ApiKey(id=key_id, scope=scope, corpus=corpus, name=name[:200], created_at=time.time(), revoked_at=None)
-        self._rows("INSERT INTO api_keys (id, hash, scope, corpus, name, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        self.rows("INSERT INTO api_keys (id, hash, scope, corpus, name, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                    key.id, _digest(secret), scope, corpus, key.name, key.created_at)
         return NewKey(key, secret)
 
     def list(self) -> list[ApiKey]:
-        rows = self._rows("SELECT id, scope, corpus, name, created_at, revoked_at FROM api_keys ORDER BY created_at")
+        rows = self.rows("SELECT id, scope, corpus, name, created_at, revoked_at FROM api_keys ORDER BY created_at")
         return [ApiKey(*r) for r in rows]
 
     def get(self, key_id: str) -> ApiKey:
-        rows = self._rows("SELECT id, scope, corpus, name, created_at, revoked_at FROM api_keys WHERE id = ?", key_id)
+        rows = self.rows("SELECT id, scope, corpus, name, created_at, revoked_at FROM api_keys WHERE id = ?", key_id)
         if not rows:
             raise NotFound(f"unknown key {key_id!r}")
         return ApiKey(*rows[0])
@@ -117,7 +117,7 @@ class KeyStore(SqliteDB):
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key (at once: every request looks it up). Revoking twice keeps the first time."""
         self.get(key_id)
-        self._rows("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", time.time(), key_id)
+        self.rows("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", time.time(), key_id)
         return self.get(key_id)
 
     def revoke_corpus(self, corpus: str) -> int:
@@ -133,7 +133,7 @@ class KeyStore(SqliteDB):
         match = KEY_PATTERN.match(secret)
         if match is None:
             return None
-        rows = self._rows("SELECT hash, id, scope, corpus, name, created_at, revoked_at FROM api_keys WHERE id = ?",
+        rows = self.rows("SELECT hash, id, scope, corpus, name, created_at, revoked_at FROM api_keys WHERE id = ?",
                           match.group(1))
         if not rows or not hmac.compare_digest(rows[0][0], _digest(secret)):
             return None

@@ -200,7 +200,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)), settings.jobs.plan_ahead)
     job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces), settings)
     corpora = Corpora(catalog, store, spaces, embedders, unavailable, writer)
-    answers = Answers(retriever.search, catalog.page_image, settings.vlm, unavailable,
+    answers = Answers(retriever.search, catalog.pages.image, settings.vlm, unavailable,
                       settings.retrieve.max_query_chars)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, answers, unavailable, owner)

@@ -9,6 +9,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,26 @@ class SqliteDB:
         with self._lock:
             self._db.close()
 
-    def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    def rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
+
+    def execute(self, sql: str, *args: Any) -> int:
+        """One statement on its own; the rows it changed."""
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one transaction under the lock: committed at the end, rolled back on error."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
 
 def private_folder(path: Path) -> None:

@@ -53,6 +53,12 @@ class TableSpan:
     header: str  # the column labels as one line ("Three Months Ended June 25, 2022 | ..."); "" when none
 
 
+def section_line(section: list[str]) -> str:
+    """A page's section path (:attr:`Page.context`) as one line of text (what the text spaces embed and
+    index with a page)."""
+    return " > ".join(section)
+
+
 @dataclass(slots=True)
 class Page:
     """One page of a document (a PDF page or a whole image)."""

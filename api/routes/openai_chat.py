@@ -81,7 +81,7 @@ def model_corpus(model: str, principal: Principal, pipeline: Pipeline) -> tuple[
     corpus, _, profile = model.partition(":")
     missing = NotFound(f"The model `{model}` does not exist or you do not have access to it.",
                        detail={"param": "model", "code": "model_not_found"})
-    if not principal.sees(corpus) or not pipeline.catalog.has_corpus(corpus):
+    if not principal.sees(corpus) or not pipeline.catalog.corpora.exists(corpus):
         raise missing
     spaces = [s for s in re.split(r"[+,]", profile) if s] if profile else None
     unknown = sorted(set(spaces or ()) - set(SPACES))
@@ -253,4 +253,4 @@ class Reply:
 def list_models(pipeline: PipelineDep, principal: PrincipalDep) -> ModelList:
     """The corpora this key may read, as OpenAI models (a model id is a corpus name)."""
     return ModelList(data=[ModelOut(id=row.name, created=int(row.created_at))
-                           for row in pipeline.catalog.list_corpora() if principal.sees(row.name)])
+                           for row in pipeline.catalog.corpora.listed() if principal.sees(row.name)])

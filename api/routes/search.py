@@ -57,7 +57,7 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
 
 def check_image_query(pipeline: Pipeline, corpus: str, spaces: list[str] | None) -> None:
     """400 unless a space of the request (default: the corpus's) takes image queries; nothing decoded yet."""
-    config = pipeline.catalog.corpus_config(corpus)
+    config = pipeline.catalog.corpora.config(corpus)
     corpus_takes = [n for n in config.spaces if n in pipeline.spaces and pipeline.spaces[n].takes_image_query]
     if not corpus_takes:  # a well-formed request this corpus cannot answer: 409
         raise Conflict(f"image queries need clip or colpali (an image space); this corpus has only "
@@ -77,7 +77,7 @@ async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: Sea
     the returned model a second time against ``response_model``: ~0.3 ms per request). Image queries
     take a turn of the image semaphore (decoding and embedding an image is the costly part)."""
     if search.pages is not None and search.pages[1] < search.pages[0]:  # an empty range: no page, no results
-        config = pipeline.catalog.corpus_config(corpus)  # 404 for an unknown corpus
+        config = pipeline.catalog.corpora.config(corpus)  # 404 for an unknown corpus
         pipeline.retriever.validate(config, replace(search, pages=None))  # the rest is checked as always
         return Response(SearchOut(results=[], timings={}).model_dump_json(), media_type="application/json")
     if search.image is not None or search.image_page_id is not None:

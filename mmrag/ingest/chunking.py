@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.doc_facts import DocumentFacts
 from mmrag.ingest.doc_periods import spoken_period
 from mmrag.ingest.ids import sha256_hex
 from mmrag.types import Chunk, Page

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmrag.config import IngestConfig
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.doc_facts import DocumentFacts
 from mmrag.ingest.doc_forms import find_form, find_labels, find_versions, name_tokens
 from mmrag.ingest.doc_orgs import find_entities, tickers
 from mmrag.ingest.doc_periods import document_periods, primary_date, spoken_period

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
+from mmrag.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_periods import DATE_DMY, DATE_ISO, DATE_MDY, FISCAL_YEAR, QUARTER, QUARTER_WORDS
 
 _VERSION = re.compile(r"\b(?:v(?:ersion)?\.?\s?(\d+(?:\.\d+){0,3}[a-z]?)|rev(?:ision)?\.?\s+([A-Z0-9][\w.]*)|"

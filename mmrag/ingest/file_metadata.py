@@ -18,7 +18,7 @@ from email.utils import parsedate_to_datetime
 
 import pymupdf
 
-from mmrag.ingest.doc_facts import DocumentFacts
+from mmrag.doc_facts import DocumentFacts
 from mmrag.ingest.sniff import Kind
 
 _XML_MAX = 1 << 20

@@ -175,8 +175,3 @@ def section_paths(doc: pymupdf.Document, first: int, last: int) -> dict[int, lis
         if number >= first:
             out[number] = [h.text for h in path][:MAX_DEPTH]
     return out
-
-
-def section_line(section: list[str]) -> str:
-    """A section path as one line of text (what the text spaces embed and index with a page)."""
-    return " > ".join(section)

@@ -18,6 +18,7 @@ from mmrag.ingest.ids import page_id
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
 from mmrag.ingest.page_context import LOOKBACK_PAGES, section_paths
 from mmrag.ingest.pdf_budget import check_pages
+from mmrag.page_render import render_image
 from mmrag.types import Page, TextSource, Word
 
 SUSPECT_ALNUM = 0.75  # a text layer whose words are less than this share letters and digits is looked at closer
@@ -104,7 +105,7 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
             if config.ocr and needs_ocr(words, config.min_text_chars, partial(pdf.has_marks, doc, rendered.number),
                                         partial(pdf.layer_text, doc, rendered.number)):
                 if image is None:
-                    image = pdf.render_image(doc.load_page(rendered.number - 1), config)
+                    image = render_image(doc.load_page(rendered.number - 1), config.dpi, config.max_page_pixels)
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)
                 words, rotation = _ocr(hi_res, config, rendered.timings)
                 source, image = TextSource.OCR, upright(image, rotation)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest.table_grid import RawWord
 from mmrag.ingest.tables import read_tables
+from mmrag.page_render import pixmap_matrix, render_image, render_zoom
 from mmrag.types import TableSpan, Word
 
 
@@ -54,15 +54,6 @@ def open_pdf(data: bytes, config: IngestConfig) -> pymupdf.Document:
     return doc
 
 
-def render_zoom(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> float:
-    """Zoom factor for ``dpi``, lowered so the render stays within ``max_pixels``."""
-    zoom = dpi / 72.0
-    pixels = width_pt * zoom * height_pt * zoom
-    if pixels > max_pixels:
-        zoom *= math.sqrt(max_pixels / pixels) * 0.995  # pixmaps round sizes up
-    return zoom
-
-
 def page_text(page: pymupdf.Page) -> tuple[list[RawWord], list[Word]]:
     """The text layer's words (reading order) twice: in page points (unrotated, for the table finders)
     and with boxes normalised to the page as displayed."""
@@ -84,22 +75,6 @@ def page_words(page: pymupdf.Page) -> list[Word]:
     return page_text(page)[1]
 
 
-def _pixmap_matrix(page: pymupdf.Page, config: IngestConfig) -> tuple[pymupdf.Matrix, tuple[int, int]]:
-    """The render matrix and the pixel size of the render it makes."""
-    zoom = render_zoom(page.rect.width, page.rect.height, config.dpi, config.max_page_pixels)
-    matrix = pymupdf.Matrix(zoom, zoom)
-    irect = (page.rect * matrix).irect
-    return matrix, (irect.width, irect.height)
-
-
-def render_image(page: pymupdf.Page, config: IngestConfig) -> Image.Image:
-    """The page as displayed, at ``config.dpi`` under the pixel cap (what the page store and the visual
-    embedders see)."""
-    matrix, _ = _pixmap_matrix(page, config)
-    pix = page.get_pixmap(matrix=matrix, alpha=False, colorspace=pymupdf.csRGB)
-    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-
-
 def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
                 inherited: list[str] | None = None, image: bool = True) -> RenderedPage:
     """Page ``number`` (1-based): its text layer (tables as rows when ``config.tables``) and, if
@@ -118,8 +93,8 @@ def render_page(doc: pymupdf.Document, number: int, config: IngestConfig,
         t2 = time.perf_counter()
         if tables is not None:
             timings["tables"] = t2 - t1
-        _, size = _pixmap_matrix(page, config)
-        rendered = render_image(page, config) if image else None
+        _, size = pixmap_matrix(page, config.dpi, config.max_page_pixels)
+        rendered = render_image(page, config.dpi, config.max_page_pixels) if image else None
         if image:
             timings["render"] = time.perf_counter() - t2
     except Exception as exc:

@@ -17,18 +17,18 @@ from dataclasses import dataclass
 import pymupdf
 
 from mmrag.config import IngestConfig
+from mmrag.doc_facts import DocumentFacts
 from mmrag.errors import CorruptDocument, TooLarge
 from mmrag.ingest import pdf
 from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.convert.references import check_rtf, check_word97
 from mmrag.ingest.doc_evidence import FIRST_PAGES, complete_facts
-from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.file_metadata import file_facts
 from mmrag.ingest.mail import check_email
-from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.pdf_budget import check_pages
 from mmrag.ingest.sniff import SPREADSHEETS, Kind, decode_text, sniff_kind
 from mmrag.ingest.zipcheck import check_zip
+from mmrag.page_render import RenderSpec
 
 ZIP_KINDS = frozenset({"docx", "docm", "pptx", "pptm", "xlsx", "xlsm", "odt", "odp", "ods", "epub"})
 

@@ -74,7 +74,7 @@ class BlockingIngest:
     def document(self, job: JobStatus, f: FileStatus) -> DocumentInfo:
         """The stored document of a finished job's file, or the error the file failed with."""
         if f.state in (FileState.DONE, FileState.EXISTS):
-            return self.catalog.document(job.corpus, f.document_id)
+            return self.catalog.documents.get(job.corpus, f.document_id)
         raise error_for_code(f.error or "error", f"{f.filename}: {f.message or f.state.value}",
                              fallback=InvalidInput)
 

@@ -2,7 +2,7 @@
 
 BM25's stored values are normalised by an average page length (:mod:`mmrag.spaces.bm25`). With
 ``CorpusConfig.bm25_avg_len`` None that average is the corpus's own, kept by the single writer
-(:class:`mmrag.jobs.writer.JobWriter`) in the catalog (:mod:`mmrag.catalog_bm25`, ``catalog.bm25``):
+(:class:`mmrag.jobs.writer.JobWriter`) in the catalog (:mod:`mmrag.catalog.bm25_lengths`, ``catalog.bm25``):
 
 - ``bm25_lengths``: per document, its pages with BM25 tokens and their total length (written with the
   document's row, deleted with it; documents indexed before it existed are measured from their stored
@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
 from mmrag.ingest.ids import point_id
-from mmrag.ingest.page_context import section_line
 from mmrag.spaces.bm25 import Bm25Space, bm25_length, bm25_text
 from mmrag.store.base import VectorStore, VectorValue
-from mmrag.types import Document
+from mmrag.types import Document, section_line
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ def backfill(catalog: Catalog, corpus: str) -> int:
     """Record the lengths of documents indexed before the statistics existed; returns how many."""
     missing = catalog.bm25.documents_without_length(corpus)
     for doc_id in missing:
-        lengths = [bm25_length(bm25_text(p.text, p.context)) for p in catalog.page_texts(corpus, [doc_id])]
+        lengths = [bm25_length(bm25_text(p.text, p.context)) for p in catalog.pages.texts(corpus, [doc_id])]
         catalog.bm25.set_length(corpus, doc_id, sum(1 for n in lengths if n), sum(lengths))
     return len(missing)
 
@@ -87,7 +86,7 @@ def indexing_config(catalog: Catalog, corpus: str, config: CorpusConfig) -> Corp
 def record_document(catalog: Catalog, corpus: str, doc: Document, embedded_with: CorpusConfig | None) -> None:
     """Before a document's catalog row: its lengths, and whether its vectors used another average
     (``embedded_with``: the manifest's corpus config its batches were embedded with)."""
-    if not auto(catalog.corpus_config(corpus)):
+    if not auto(catalog.corpora.config(corpus)):
         return
     catalog.bm25.set_length(corpus, doc.id, *document_length(doc))
     indexed = catalog.bm25.indexed(corpus)
@@ -98,7 +97,7 @@ def record_document(catalog: Catalog, corpus: str, doc: Document, embedded_with:
 
 def maybe_reweight(catalog: Catalog, store: VectorStore, corpus: str) -> Reweight | None:
     """Re-weight when the stored vectors' average is stale or more than DRIFT from the corpus's."""
-    if not catalog.has_corpus(corpus) or not auto(catalog.corpus_config(corpus)):
+    if not catalog.corpora.exists(corpus) or not auto(catalog.corpora.config(corpus)):
         return None
     current = corpus_avg_len(catalog, corpus)
     indexed = catalog.bm25.indexed(corpus)
@@ -114,12 +113,12 @@ def reweight(catalog: Catalog, store: VectorStore, corpus: str, avg_len: float |
     """Rewrite every page's ``bm25`` vector from its stored text with ``avg_len`` (default: the corpus's
     fixed value, or its own average); other vectors and payloads stay untouched."""
     t0 = time.perf_counter()
-    config = catalog.corpus_config(corpus)
+    config = catalog.corpora.config(corpus)
     if avg_len is None:
         avg_len = config.bm25_avg_len or corpus_avg_len(catalog, corpus) or 1.0
     previous = catalog.bm25.indexed(corpus).avg_len
     space = Bm25Space(avg_len)
-    pages = catalog.page_texts(corpus)
+    pages = catalog.pages.texts(corpus)
     done = 0
     for i in range(0, len(pages), BATCH):
         part = pages[i:i + BATCH]

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 
 from mmrag.catalog import Catalog
+from mmrag.doc_facts import DocumentFacts
 from mmrag.ingest.doc_evidence import FIRST_PAGES, metadata_evidence, refresh_facts
-from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.ids import point_id
 from mmrag.spaces.base import Space
 from mmrag.spaces.document import DocumentSpace
@@ -42,16 +42,16 @@ def reindex_documents(catalog: Catalog, store: VectorStore, spaces: dict[str, Sp
     """Re-derive every document's facts of ``corpus`` from its stored pages and rewrite them in the
     catalog, the page payloads and (with the ``document`` space) the document vectors."""
     t0 = time.perf_counter()
-    config = catalog.corpus_config(corpus)
+    config = catalog.corpora.config(corpus)
     found = next((spaces[n].for_corpus(config) for n in config.spaces
                   if n in spaces and spaces[n].document_level), None)
     space = found if isinstance(found, DocumentSpace) else None
     documents = changed = pages = 0
-    for info in catalog.list_documents(corpus, limit=1_000_000):
+    for info in catalog.documents.listed(corpus, limit=1_000_000):
         stored = info.metadata.get("doc")
         before = DocumentFacts.from_dict(stored if isinstance(stored, dict) else None)
-        page_list = catalog.pages_of(corpus, info.id)
-        first = catalog.page_words(corpus, [p.id for p in page_list[:FIRST_PAGES]])
+        page_list = catalog.pages.of_document(corpus, info.id)
+        first = catalog.pages.words(corpus, [p.id for p in page_list[:FIRST_PAGES]])
         words = [first.get(p.id, []) for p in page_list[:FIRST_PAGES]]
         facts = refresh_facts(DocumentFacts.from_dict(before.as_dict()), info.filename, words)
         documents += 1
@@ -59,7 +59,7 @@ def reindex_documents(catalog: Catalog, store: VectorStore, spaces: dict[str, Sp
             continue
         changed += 1
         metadata = {**info.metadata, "doc": facts.as_dict()}
-        catalog.set_document_metadata(corpus, info.id, metadata)
+        catalog.documents.set_metadata(corpus, info.id, metadata)
         store.set_payload(corpus, FilterSpec(match={"document_id": info.id}), {"meta": metadata})
         if space is not None and page_list:
             vectors = space.evidence_vectors([metadata_evidence(metadata, info.filename)])[0]

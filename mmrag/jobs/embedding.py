@@ -14,10 +14,9 @@ from mmrag.imaging import decode_image
 from mmrag.ingest.chunking import chunk_page, document_label, table_headers
 from mmrag.ingest.doc_evidence import metadata_evidence
 from mmrag.ingest.ids import point_id
-from mmrag.ingest.page_context import section_line
 from mmrag.spaces.base import PageInput, Space
 from mmrag.store.base import PointRecord, VectorValue
-from mmrag.types import Document
+from mmrag.types import Document, section_line
 
 
 def page_payload(doc: Document, number: int, page_id: str, section: list[str] | None = None) -> dict[str, Any]:

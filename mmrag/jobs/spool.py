@@ -25,13 +25,19 @@ import json
 import os
 import shutil
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mmrag.ingest.ids import sha256_hex
+from mmrag.ingest.source import Source
 from mmrag.jobs import spool_codec
 from mmrag.jobs.model import Manifest, ParsedBatch
+from mmrag.page_render import RenderSpec
 from mmrag.sqlite_db import private_folder
+from mmrag.types import Document
+
+SOURCE_BATCH = -1  # spool slot of the file's Source (kind, converted PDF, facts), written by plan
 
 
 class Spool:
@@ -77,6 +83,33 @@ class Spool:
         """The ``pages`` output of a batch's parse stage."""
         value = self.get(job_id, file, batch, "pages")
         return value if isinstance(value, ParsedBatch) else ParsedBatch(**value)  # a dict: spooled before ParsedBatch
+
+    def put_source(self, job_id: str, file: int, source: Source) -> None:
+        """The plan stage's reading of the file (its kind, converted PDF, facts), for the later stages."""
+        self.put(job_id, file, SOURCE_BATCH, "source", source)
+
+    def source(self, job_id: str, file: int) -> Source:
+        value: Source = self.get(job_id, file, SOURCE_BATCH, "source")
+        return value
+
+    def kept_source(self, job_id: str, file: int) -> tuple[bytes | None, RenderSpec | None]:
+        """The PDF a file's pages render from (the upload or its conversion) and how, for the page store;
+        (None, None) for images."""
+        source = self.source(job_id, file)
+        if source.render is None:
+            return None, None
+        return source.pdf or self.blob(self.manifest(job_id, file).blob), source.render
+
+    def batch_document(self, job_id: str, file: int, batch: int, *, with_images: bool) -> Document:
+        """The document header from the manifest with one batch's pages (PNGs restored if asked)."""
+        m = self.manifest(job_id, file)
+        parsed = self.parsed(job_id, file, batch)
+        pages = parsed.pages
+        if with_images:
+            images = self.get(job_id, file, batch, "images")
+            pages = [replace(p, image_png=png) for p, png in zip(pages, images, strict=True)]
+        return Document(id=m.document_id, filename=m.filename, media_type=parsed.media_type,
+                        size_bytes=m.size_bytes, pages=pages, metadata=m.metadata)
 
     def _output(self, job_id: str, file: int, batch: int, kind: str) -> Path:
         return self.file_dir(job_id, file) / f"b{batch}.{kind}.npz"

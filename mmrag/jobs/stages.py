@@ -34,7 +34,6 @@ from typing import Any
 from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.ingest.mupdf_errors import corrupt_document
-from mmrag.ingest.page_store import RenderSpec
 from mmrag.ingest.sniff import KINDS
 from mmrag.ingest.source import Source, convert_upload
 from mmrag.jobs.embedding import embed_pages
@@ -44,7 +43,6 @@ from mmrag.jobs.parse_pool import ParseInterrupted, ParsePool
 from mmrag.jobs.parse_worker import ParsedPages, ParseRequest
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
-from mmrag.types import Document
 
 log = logging.getLogger(__name__)
 
@@ -61,18 +59,6 @@ class StageContext:
     def parse_call(self, work: Work, request: ParseRequest) -> Any:
         """``request`` run in a parse worker; stopped (ParseInterrupted) as soon as the job is cancelled."""
         return self.parser.call(request, cancelled=lambda: self.spool.cancelled(work.job_id))
-
-
-SOURCE_BATCH = -1  # spool slot of the file's Source (kind, converted PDF, facts), written by plan
-
-
-def kept_source(spool: Spool, job_id: str, file: int) -> tuple[bytes | None, RenderSpec | None]:
-    """The PDF a file's pages render from (the upload or its conversion) and how, for the page store;
-    (None, None) for images."""
-    source: Source = spool.get(job_id, file, SOURCE_BATCH, "source")
-    if source.render is None:
-        return None, None
-    return source.pdf or spool.blob(spool.manifest(job_id, file).blob), source.render
 
 
 def batch_range(batch: int, batch_pages: int, pages: int) -> tuple[int, int]:
@@ -95,7 +81,7 @@ def plan(ctx: StageContext, work: Work) -> list[Work]:
     data = ctx.spool.blob(m.blob)
     kind, converted = convert_upload(data, m.filename, ctx.ingest, checked)  # non-PDF kinds converted once (jail)
     source: Source = ctx.parse_call(work, ParseRequest("source", data, kind.name, m.filename, ctx.ingest, converted))
-    ctx.spool.put(work.job_id, work.file, SOURCE_BATCH, "source", source)  # later stages read its kind
+    ctx.spool.put_source(work.job_id, work.file, source)  # later stages read its kind
     facts = {**m.metadata, "doc": source.facts.as_dict()}  # title/author/dates + entities/periods: catalog + payload
     ctx.spool.put_manifest(work.job_id, work.file, replace(m, metadata=facts))
     batches = math.ceil(source.pages / ctx.batch_pages)
@@ -109,7 +95,7 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
         return []
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
-    source: Source = ctx.spool.get(work.job_id, work.file, SOURCE_BATCH, "source")
+    source = ctx.spool.source(work.job_id, work.file)
     data = source.pdf or ctx.spool.blob(m.blob)  # pages render from the converted PDF, if there is one
     first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
     if first > source.pages:
@@ -123,18 +109,6 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]
 
 
-def batch_document(spool: Spool, work: Work, with_images: bool) -> Document:
-    """The document header from the manifest with one batch's pages (PNGs restored if asked)."""
-    m = spool.manifest(work.job_id, work.file)
-    parsed = spool.parsed(work.job_id, work.file, work.batch)
-    pages = parsed.pages
-    if with_images:
-        images = spool.get(work.job_id, work.file, work.batch, "images")
-        pages = [replace(p, image_png=png) for p, png in zip(pages, images, strict=True)]
-    return Document(id=m.document_id, filename=m.filename, media_type=parsed.media_type,
-                    size_bytes=m.size_bytes, pages=pages, metadata=m.metadata)
-
-
 def embed(ctx: StageContext, work: Work) -> list[Work]:
     if ctx.spool.cancelled(work.job_id):
         return []
@@ -142,7 +116,7 @@ def embed(ctx: StageContext, work: Work) -> list[Work]:
         raise Unavailable("this worker has no embedders (start it on the gpu queue)")
     t0 = time.perf_counter()
     m = ctx.spool.manifest(work.job_id, work.file)
-    doc = batch_document(ctx.spool, work, with_images=any(
+    doc = ctx.spool.batch_document(work.job_id, work.file, work.batch, with_images=any(
         ctx.spaces[s].needs_image for s in m.spaces if s in ctx.spaces))
     points = embed_pages(doc, ctx.spaces, m.spaces, ctx.ingest, m.corpus_config)
     ctx.spool.put(work.job_id, work.file, work.batch, "points", points)

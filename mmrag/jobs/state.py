@@ -110,47 +110,47 @@ class JobStore(SqliteDB):
 
     # reads ---------------------------------------------------------------------------
     def written_batches(self, job_id: str, file: int) -> set[int]:
-        return {r[0] for r in self._rows("SELECT batch FROM job_batches WHERE job_id = ? AND idx = ?", job_id, file)}
+        return {r[0] for r in self.rows("SELECT batch FROM job_batches WHERE job_id = ? AND idx = ?", job_id, file)}
 
     def blob_of(self, job_id: str, file: int) -> str:
-        return str(self._rows("SELECT blob FROM job_files WHERE job_id = ? AND idx = ?", job_id, file)[0][0])
+        return str(self.rows("SELECT blob FROM job_files WHERE job_id = ? AND idx = ?", job_id, file)[0][0])
 
     def blob_in_use(self, blob: str) -> bool:
         """Whether an unfinished job still needs the spooled bytes ``blob``."""
-        return bool(self._rows("SELECT 1 FROM job_files f JOIN jobs j ON j.id = f.job_id WHERE f.blob = ? "
+        return bool(self.rows("SELECT 1 FROM job_files f JOIN jobs j ON j.id = f.job_id WHERE f.blob = ? "
                                "AND j.state IN (?, ?) LIMIT 1", blob, JobState.QUEUED.value, JobState.RUNNING.value))
 
     def status(self, job_id: str) -> JobStatus:
-        rows = self._rows("SELECT id, corpus, state, created_at, updated_at, finished_at, timings FROM jobs "
+        rows = self.rows("SELECT id, corpus, state, created_at, updated_at, finished_at, timings FROM jobs "
                           "WHERE id = ?", job_id)
         if not rows:
             raise NotFound(f"unknown job {job_id!r}")
         return self._status(rows[0])
 
     def list_jobs(self, corpus: str, limit: int = 100) -> list[JobStatus]:
-        rows = self._rows("SELECT id, corpus, state, created_at, updated_at, finished_at, timings FROM jobs "
+        rows = self.rows("SELECT id, corpus, state, created_at, updated_at, finished_at, timings FROM jobs "
                           "WHERE corpus = ? ORDER BY created_at DESC LIMIT ?", corpus, limit)
         return [self._status(r) for r in rows]
 
     def unfinished(self) -> list[str]:
-        return [r[0] for r in self._rows("SELECT id FROM jobs WHERE state IN (?, ?) ORDER BY created_at",
+        return [r[0] for r in self.rows("SELECT id FROM jobs WHERE state IN (?, ?) ORDER BY created_at",
                                          JobState.QUEUED.value, JobState.RUNNING.value)]
 
     def state_counts(self) -> dict[str, int]:
         """Jobs per state (for metrics)."""
-        return {s: int(n) for s, n in self._rows("SELECT state, COUNT(*) FROM jobs GROUP BY state")}
+        return {s: int(n) for s, n in self.rows("SELECT state, COUNT(*) FROM jobs GROUP BY state")}
 
     def finished_since(self, since: float) -> list[tuple[float, dict[str, float]]]:
         """(finished_at, stage timings) of the jobs finished after ``since``, oldest first (for metrics)."""
-        rows = self._rows("SELECT finished_at, timings FROM jobs WHERE finished_at > ? ORDER BY finished_at", since)
+        rows = self.rows("SELECT finished_at, timings FROM jobs WHERE finished_at > ? ORDER BY finished_at", since)
         return [(float(t), json.loads(timings)) for t, timings in rows]
 
     def _status(self, row: tuple[Any, ...]) -> JobStatus:
         job_id, corpus, state, created, updated, finished, timings = row
-        done = {(i, ): (n, p) for i, n, p in self._rows(
+        done = {(i, ): (n, p) for i, n, p in self.rows(
             "SELECT idx, COUNT(*), COALESCE(SUM(pages), 0) FROM job_batches WHERE job_id = ? GROUP BY idx", job_id)}
         files = []
-        for idx, name, doc_id, size, fstate, pages, batches, error, message in self._rows(
+        for idx, name, doc_id, size, fstate, pages, batches, error, message in self.rows(
                 "SELECT idx, filename, document_id, size_bytes, state, pages, batches, error, message "
                 "FROM job_files WHERE job_id = ? ORDER BY idx", job_id):
             n, p = done.get((idx, ), (0, 0))

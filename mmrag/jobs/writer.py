@@ -35,7 +35,6 @@ from mmrag.ingest.source import inspect_upload
 from mmrag.jobs import bm25_stats
 from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
 from mmrag.jobs.spool import Spool
-from mmrag.jobs.stages import batch_document, kept_source
 from mmrag.jobs.state import JobStore, NewFile
 from mmrag.store.base import FilterSpec, VectorStore
 from mmrag.types import Document
@@ -104,13 +103,13 @@ class JobWriter:
     @serialised
     def submit(self, corpus: str, uploads: list[Upload]) -> tuple[str, list[Work]]:
         """Spool the bytes, record the job; returns its id and the first work (a plan per new file)."""
-        corpus_config = bm25_stats.indexing_config(self.catalog, corpus, self.catalog.corpus_config(corpus))
+        corpus_config = bm25_stats.indexing_config(self.catalog, corpus, self.catalog.corpora.config(corpus))
         spaces = corpus_config.spaces
         job_id = self.jobs.new_id()
         files = []
         for i, up in enumerate(with_attachments(uploads)):
             blob, doc_id = self.spool.put_blob(up.data), document_id(up.data)
-            exists = self.catalog.find_document(corpus, doc_id) is not None
+            exists = self.catalog.documents.find(corpus, doc_id) is not None
             self.spool.put_manifest(job_id, i, Manifest(corpus, up.filename, doc_id, blob, len(up.data),
                                                         up.metadata, spaces, corpus_config, up.kind))
             state = FileState.EXISTS if exists else FileState.QUEUED
@@ -147,9 +146,9 @@ class JobWriter:
 
     def _write(self, job: JobStatus, work: Work) -> None:
         t0 = time.perf_counter()
-        doc = batch_document(self.spool, work, with_images=True)
+        doc = self.spool.batch_document(job.id, work.file, work.batch, with_images=True)
         points = self.spool.get(job.id, work.file, work.batch, "points")
-        self.catalog.save_page_images(job.corpus, doc.pages, *kept_source(self.spool, job.id, work.file))
+        self.catalog.pages.save_images(job.corpus, doc.pages, *self.spool.kept_source(job.id, work.file))
         self.store.upsert(job.corpus, points)
         if self.jobs.mark_batch_written(job.id, work.file, work.batch, len(doc.pages)):
             self.jobs.add_timings(job.id, {**work.timings, "write": time.perf_counter() - t0})
@@ -178,14 +177,14 @@ class JobWriter:
     @serialised
     def delete_document(self, corpus: str, doc_id: str) -> None:
         """Vectors first, then the catalog (a crash in between leaves a listed document to delete again)."""
-        self.catalog.document(corpus, doc_id)
+        self.catalog.documents.get(corpus, doc_id)
         self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
-        self.catalog.delete_document(corpus, doc_id)
+        self.catalog.documents.delete(corpus, doc_id)
         bm25_stats.maybe_reweight(self.catalog, self.store, corpus)
 
     def _drop_points(self, corpus: str, doc_id: str) -> None:
         """Remove vectors of a document that never made it into the catalog (no orphans)."""
-        if self.catalog.find_document(corpus, doc_id) is None:
+        if self.catalog.documents.find(corpus, doc_id) is None:
             self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
 
     # finishing -----------------------------------------------------------------------
@@ -200,7 +199,7 @@ class JobWriter:
                        size_bytes=f.size_bytes, metadata=m.metadata,
                        pages=[replace(p, image_png=None) for b in batches for p in b.pages])
         bm25_stats.record_document(self.catalog, job.corpus, doc, m.corpus_config)
-        self.catalog.add_document(job.corpus, doc)  # the document row last: a listed document is complete
+        self.catalog.documents.add(job.corpus, doc)  # the document row last: a listed document is complete
         self.jobs.set_file_state(job_id, file, FileState.DONE)
         self.spool.drop_file(job_id, file)
         self._maybe_finish_job(job_id)
@@ -210,7 +209,7 @@ class JobWriter:
         if job.finished or any(f.state not in FINISHED_FILE for f in job.files):
             return
         all_failed = bool(job.files) and all(f.state == FileState.FAILED for f in job.files)
-        if not all_failed and self.catalog.has_corpus(job.corpus):
+        if not all_failed and self.catalog.corpora.exists(job.corpus):
             reweighted = bm25_stats.maybe_reweight(self.catalog, self.store, job.corpus)  # its average moved
             if reweighted is not None:  # the job's timings reach the metrics (mmrag_stage_seconds)
                 self.jobs.add_timings(job_id, {"bm25_reweight": reweighted.seconds})

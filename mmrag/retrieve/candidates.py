@@ -53,7 +53,7 @@ def gather_candidates(store: VectorStore, catalog: Catalog, corpus: str, spaces:
     docs = document_order(first)
     ids: dict[str, None] = {h.payload["page_id"]: None for h in first}
     for doc_id in docs[:depth.documents]:
-        for info in catalog.pages_of(corpus, doc_id)[:depth.pages_per_document]:
+        for info in catalog.pages.of_document(corpus, doc_id)[:depth.pages_per_document]:
             ids.setdefault(info.id, None)
     page_ids = list(ids)
     within = _within(flt, page_ids)
@@ -74,9 +74,9 @@ def gather_candidates(store: VectorStore, catalog: Catalog, corpus: str, spaces:
             else:
                 scores.setdefault(pid, {})[name] = hit.score
     found = [pid for pid in page_ids if pid in hits]
-    texts = catalog.page_plain_texts(corpus, found)
+    texts = catalog.pages.plain_texts(corpus, found)
     all_docs = document_order([hits[pid] for pid in found])
-    counts = catalog.page_counts(corpus, all_docs)
+    counts = catalog.documents.page_counts(corpus, all_docs)
     doc_rank = {d: i for i, d in enumerate(docs)}
     first_rank = {h.payload["page_id"]: (i, h.score) for i, h in enumerate(first)}
     out = []

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from mmrag.catalog import Catalog
-from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
+from mmrag.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_forms import latest_of_series, named_forms
 from mmrag.ingest.doc_periods import QueryPeriods, query_periods
 
@@ -223,12 +223,12 @@ class DocumentsCache:
         self._lock = threading.Lock()
 
     def get(self, corpus: str) -> CorpusDocuments:
-        signature = self.catalog.documents_signature(corpus)
+        signature = self.catalog.documents.signature(corpus)
         with self._lock:
             hit = self._cache.get(corpus)
         if hit is not None and hit[0] == signature:
             return hit[1]
-        value = CorpusDocuments.of(self.catalog.document_facts(corpus))
+        value = CorpusDocuments.of(self.catalog.documents.facts(corpus))
         with self._lock:
             self._cache[corpus] = (signature, value)
         return value

@@ -103,7 +103,7 @@ class Retriever:
     def _query_input(self, corpus: str, request: SearchRequest) -> QueryInput:
         data = request.image
         if request.image_page_id is not None:
-            data = self.catalog.page_image(corpus, request.image_page_id)
+            data = self.catalog.pages.image(corpus, request.image_page_id)
         image = None if data is None else decode_query_image(data, max_pixels=self.config.max_query_image_pixels)
         return QueryInput(text=request.query.strip(), image=image)
 
@@ -173,7 +173,7 @@ class Retriever:
                 ) -> tuple[dict[str, Space], list[str], QueryInput, Mapping[str, float], QueryNode]:
         """Validate ``request``, embed its query and build its first-stage plan: (spaces, names used,
         query, each document's fit, plan)."""
-        corpus_config = self.catalog.corpus_config(corpus)
+        corpus_config = self.catalog.corpora.config(corpus)
         names = self.validate(corpus_config, request)
         spaces = self.corpus_spaces(corpus_config)
         query = self._query_input(corpus, request)
@@ -191,7 +191,7 @@ class Retriever:
         (which orders by MaxSim alone)."""
         if not query.text or node.using is not None or self.config.ranker == "off":
             return None
-        own = self.catalog.corpus_dir(corpus) / RANKER_FILE
+        own = self.catalog.corpora.folder(corpus) / RANKER_FILE
         if own.is_file():
             return load_ranker(own)
         return load_ranker(SHIPPED if self.config.ranker == "shipped" else Path(self.config.ranker))
@@ -230,8 +230,8 @@ class Retriever:
         factors: dict[str, float] = {}
         if prior.on:
             head = hits[:prior.depth]
-            texts = self.catalog.page_plain_texts(corpus, [h.payload["page_id"] for h in head])
-            counts = self.catalog.page_counts(corpus, [h.payload["document_id"] for h in head]) \
+            texts = self.catalog.pages.plain_texts(corpus, [h.payload["page_id"] for h in head])
+            counts = self.catalog.documents.page_counts(corpus, [h.payload["document_id"] for h in head]) \
                 if prior.title_weight > 0 else {}
             factors = page_factors(hits, {k: v.split() for k, v in texts.items()}, query.text, prior, counts)
             hits = reprioritise(hits, factors, prior.depth)
@@ -245,7 +245,7 @@ class Retriever:
         return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if on else 0)
 
     def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
-        words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits])
+        words = self.catalog.pages.words(corpus, [h.payload["page_id"] for h in hits])
         qvec = query.cache.get("text")
         out = []
         for hit in hits:

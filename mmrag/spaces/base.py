@@ -21,7 +21,7 @@ class PageInput:
     chunks: list[Chunk]
     image: Image.Image | None = None  # decoded render (visual spaces)
     evidence: str = ""  # the document's evidence text (mmrag.ingest.doc_evidence.evidence_text); document space
-    context: str = ""  # the page's section path as one line (mmrag.ingest.page_context.section_line)
+    context: str = ""  # the page's section path as one line (mmrag.types.section_line)
     label: str = ""  # the document's short label: title · entity · period (mmrag.ingest.chunking.document_label)
     table_headers: list[str] = field(default_factory=list)  # per chunk: the header of the table it starts in, or ""
 

@@ -148,8 +148,8 @@ def folder(settings, minilm) -> tuple[Path, str, dict[str, str], str]:
                 pipeline.ingest.file_bytes(corpus, pdf(body), name)
         pages = {}
         for corpus in ("docs", "other"):
-            for doc in pipeline.catalog.list_documents(corpus):
-                pages[doc.filename] = pipeline.catalog.pages_of(corpus, doc.id)[0].id
+            for doc in pipeline.catalog.documents.listed(corpus):
+                pages[doc.filename] = pipeline.catalog.pages.of_document(corpus, doc.id)[0].id
     finally:
         pipeline.close()
     keys = KeyStore(settings.data_dir)

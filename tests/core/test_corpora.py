@@ -50,7 +50,7 @@ def test_create_drops_spaces_whose_model_is_off_and_shapes_the_collection(corpor
     assert config.text_model == "fake:8"
     assert "created without spaces ['clip']" in caplog.text and "nowhere/clip.safetensors" in caplog.text
     assert "nowhere/clip.safetensors" in corpora.unavailable["clip"]
-    assert corpora.catalog.corpus_config("c").spaces == ["text", "bm25"]
+    assert corpora.catalog.corpora.config("c").spaces == ["text", "bm25"]
     assert [s.name for s in corpora.collection_spec(config).spaces] == ["text", "bm25"]  # the named vectors
     assert corpora.store.has_collection("c") and corpora.store.count("c") == 0
 
@@ -62,7 +62,7 @@ def test_refusals_say_what_was_wrong(corpora: Corpora) -> None:
         corpora.create_corpus("c", CorpusConfig(spaces=["clip"]))
     with pytest.raises(InvalidInput, match="not allowed"):
         corpora.create_corpus("Bad Name!")
-    assert not corpora.catalog.has_corpus("c") and not corpora.store.has_collection("c")
+    assert not corpora.catalog.corpora.exists("c") and not corpora.store.has_collection("c")
     corpora.create_corpus("c", CorpusConfig(spaces=["bm25"]))
     with pytest.raises(Conflict, match="already exists"):
         corpora.create_corpus("c", CorpusConfig(spaces=["bm25"]))
@@ -72,22 +72,22 @@ def test_ensure_returns_the_existing_config_and_creates_a_missing_corpus(corpora
     first = corpora.ensure_corpus("c", CorpusConfig(spaces=["bm25"]))
     again = corpora.ensure_corpus("c", CorpusConfig(spaces=["text", "bm25"]))  # exists: its config wins
     assert first.spaces == again.spaces == ["bm25"]
-    assert [row.name for row in corpora.catalog.list_corpora()] == ["c"]
+    assert [row.name for row in corpora.catalog.corpora.listed()] == ["c"]
 
 
 def test_delete_removes_rows_vectors_and_documents(corpora: Corpora) -> None:
     corpora.create_corpus("c", CorpusConfig(spaces=["bm25"]))
     page = Page(id="p1", document_id="d1", number=1, width=10, height=10, image_hash="h", text="hello",
                 words=[], text_source=TextSource.LAYER)
-    corpora.catalog.add_document("c", Document(id="d1", filename="a.pdf", media_type="application/pdf",
+    corpora.catalog.documents.add("c", Document(id="d1", filename="a.pdf", media_type="application/pdf",
                                                size_bytes=1, pages=[page]))
     corpora.delete_document("c", "d1")
-    assert corpora.catalog.find_document("c", "d1") is None and corpora.catalog.pages_of("c", "d1") == []
+    assert corpora.catalog.documents.find("c", "d1") is None and corpora.catalog.pages.of_document("c", "d1") == []
     with pytest.raises(NotFound, match="unknown document"):
         corpora.delete_document("c", "d1")
     corpora.optimize("c")  # an empty collection optimises without error
     corpora.delete_corpus("c")
-    assert not corpora.catalog.has_corpus("c") and not corpora.store.has_collection("c")
+    assert not corpora.catalog.corpora.exists("c") and not corpora.store.has_collection("c")
     with pytest.raises(NotFound, match="unknown corpus"):
         corpora.delete_corpus("c")
     with pytest.raises(NotFound, match="unknown corpus"):

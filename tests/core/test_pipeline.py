@@ -21,21 +21,21 @@ def _load(pipeline, corpus_dir, metadata=None):
 
 def test_ingest_is_idempotent_and_delete_removes_points(pipeline, corpus_dir):
     _load(pipeline, corpus_dir)
-    pages = sum(d.page_count for d in pipeline.catalog.list_documents("c"))
+    pages = sum(d.page_count for d in pipeline.catalog.documents.listed("c"))
     assert pipeline.store.count("c") == pages == 1 + 1 + 4 + 2
     data = (corpus_dir / "pdf" / DOCS[0]).read_bytes()
     again = pipeline.ingest.file_bytes("c", data, "copy.pdf")
     assert not again.created and again.document.filename == DOCS[0]
     assert pipeline.store.count("c") == pages
-    doc = next(d for d in pipeline.catalog.list_documents("c") if d.filename == "normal_4pages.pdf")
-    page_ids = [p.id for p in pipeline.catalog.pages_of("c", doc.id)]
-    assert len(page_ids) == 4 and all(pipeline.catalog.page_image("c", p)[:4] == b"\x89PNG" for p in page_ids)
+    doc = next(d for d in pipeline.catalog.documents.listed("c") if d.filename == "normal_4pages.pdf")
+    page_ids = [p.id for p in pipeline.catalog.pages.of_document("c", doc.id)]
+    assert len(page_ids) == 4 and all(pipeline.catalog.pages.image("c", p)[:4] == b"\x89PNG" for p in page_ids)
     pipeline.corpora.delete_document("c", doc.id)
     assert pipeline.store.count("c") == pages - 4
-    assert pipeline.catalog.pages_of("c", doc.id) == []
+    assert pipeline.catalog.pages.of_document("c", doc.id) == []
     for page_id in page_ids:
         with pytest.raises(NotFound):
-            pipeline.catalog.page_image("c", page_id)
+            pipeline.catalog.pages.image("c", page_id)
     with pytest.raises(NotFound):
         pipeline.corpora.delete_document("c", doc.id)
 
@@ -46,7 +46,7 @@ def test_search_filters_and_explain(pipeline, corpus_dir):
     top = r.evidence[0]
     assert top.filename == "2305.03393v1-pg9.pdf" and top.page == 1
     assert set(top.ranks) == {"text", "bm25"} and top.snippet and len(top.boxes) == len(top.snippet.split())
-    docs = {d.filename: d.id for d in pipeline.catalog.list_documents("c")}
+    docs = {d.filename: d.id for d in pipeline.catalog.documents.listed("c")}
     only = pipeline.search("c", SearchRequest(query="table structure", top_k=10,
                                               document_ids=[docs["normal_4pages.pdf"]]))
     assert only.evidence and {e.filename for e in only.evidence} == {"normal_4pages.pdf"}

@@ -79,9 +79,9 @@ def test_the_real_pipeline_stores_nothing_of_the_old_names(tmp_path: Path, pipel
     suite = load_suite(folder)
     report = run_suite(suite, pipeline, tmp_path / "run", plots=False)
     assert report.metrics["success@1"] == 1.0  # found by its content, judged by its bytes
-    stored = pipeline.catalog.list_documents(suite.corpus_name)
+    stored = pipeline.catalog.documents.listed(suite.corpus_name)
     assert sorted(d.filename for d in stored) == sorted(suite.names.values())
-    facts = pipeline.catalog.document_facts(suite.corpus_name)  # what the document stage reads
+    facts = pipeline.catalog.documents.facts(suite.corpus_name)  # what the document stage reads
     dumped = json.dumps([[d.filename, d.metadata] for d in stored] + [[d.filename, str(d.facts)] for d in facts],
                         default=str)
     assert "AAPL" not in dumped and "MSFT" not in dumped and "Q3" not in dumped

@@ -68,7 +68,7 @@ def count_points(data_dir, corpus):
     settings.embed.text_model = "fake:384"
     p = build_pipeline(settings, embedders={"text": load_embedder("fake:384")})
     try:
-        return points_per_page(p.store, corpus), {d.id: d.page_count for d in p.catalog.list_documents(corpus)}
+        return points_per_page(p.store, corpus), {d.id: d.page_count for d in p.catalog.documents.listed(corpus)}
     finally:
         p.close()
 

@@ -35,4 +35,4 @@ def parse_document(data: bytes, filename: str, config: IngestConfig,
         commit, *parses = stages.plan(ctx, Work("plan", "job", 0))
         assert isinstance(commit.info, Planned) and commit.info.batches == len(parses) == 1
         stages.parse(ctx, parses[0])
-        return stages.batch_document(spool, parses[0], with_images=True)
+        return spool.batch_document("job", 0, parses[0].batch, with_images=True)

@@ -14,8 +14,8 @@ import pymupdf
 import pytest
 
 from mmrag.config import IngestConfig
+from mmrag.doc_facts import DocumentFacts
 from mmrag.ingest.doc_evidence import complete_facts, evidence_text
-from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.ingest.file_metadata import pdf_facts
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"

@@ -121,5 +121,5 @@ def test_over_rest_each_is_refused_clearly_or_brings_in_nothing(client, attacks)
         for page in client.get(f"/corpora/docs/documents/{doc['id']}").json()["pages"]:
             png = client.get(f"/corpora/docs/pages/{page['id']}/image").content
             assert leaked(png) == [], (doc["filename"], page["number"])
-    texts = client.app.state.pipeline.catalog.page_texts("docs")
+    texts = client.app.state.pipeline.catalog.pages.texts("docs")
     assert texts and not any(MARKER[:8] in re.sub(r"\s", "", t.text) for t in texts)

@@ -145,9 +145,9 @@ def test_a_query_naming_row_and_column_finds_the_continued_page(tmp_path, minilm
     try:
         pipe.corpora.create_corpus("t", CorpusConfig(spaces=["text", "bm25"], chunk_context=["section"]))
         info = pipe.ingest.file_bytes("t", continued_table_pdf(), "regions.pdf").document
-        stored = pipe.catalog.pages_of("t", info.id)
+        stored = pipe.catalog.pages.of_document("t", info.id)
         assert stored[2].table_header == REVENUE and stored[0].context == ["Regional results"]
-        assert pipe.catalog.stored_pages("t", info.id)[2].text.startswith(
+        assert pipe.catalog.pages.stored("t", info.id)[2].text.startswith(
             "| Region | Revenue 2023 | Revenue 2022 | | Antarctica | 4,321 |")
         for spaces in (["text"], ["bm25"], ["text", "bm25"]):
             hits = pipe.search("t", SearchRequest(query="Antarctica revenue 2023", top_k=4, spaces=spaces)).evidence

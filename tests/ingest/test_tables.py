@@ -122,11 +122,11 @@ def test_bm25_indexes_the_tables_labelled_while_the_text_keeps_the_header_form(t
     assert parse_pdf(data, "d", IngestConfig(bm25_table_rows="as-text"))[0].bm25_text is None
     assert parse_pdf(data, "d", IngestConfig(table_rows="labelled"))[0].bm25_text is None  # the text is so already
     catalog = Catalog(tmp_path)
-    catalog.create_corpus("c", CorpusConfig())
-    catalog.add_document("c", Document(id="d", filename="q.pdf", media_type="application/pdf", size_bytes=len(data),
+    catalog.corpora.create("c", CorpusConfig())
+    catalog.documents.add("c", Document(id="d", filename="q.pdf", media_type="application/pdf", size_bytes=len(data),
                                        pages=[page]))
-    assert catalog.stored_pages("c", "d")[0].bm25_text == labelled  # re-embedding and re-weighting read it back
-    assert [t.text for t in catalog.page_texts("c")] == [labelled]
+    assert catalog.pages.stored("c", "d")[0].bm25_text == labelled  # re-embedding and re-weighting read it back
+    assert [t.text for t in catalog.pages.texts("c")] == [labelled]
     (vector,) = Bm25Space(100.0).page_vectors([PageInput(page, [])])
     assert vector["bm25"] == Bm25Space(100.0).text_vectors([labelled])[0]
 

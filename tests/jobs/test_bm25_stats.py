@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrag.catalog import Catalog
-from mmrag.catalog_bm25 import Bm25Indexed, Bm25Totals
+from mmrag.catalog.bm25_lengths import Bm25Indexed, Bm25Totals
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import load_embedder
 from mmrag.jobs import bm25_stats
@@ -55,7 +55,7 @@ def stored(p, corpus: str) -> dict[str, tuple[dict[int, float], list, dict]]:
 
 def expected(p, corpus: str, avg: float) -> dict[str, dict[int, float]]:
     model = bm25_model(avg)
-    return {t.page_id: sparse(model.embed_document(t.text)) for t in p.catalog.page_texts(corpus)}
+    return {t.page_id: sparse(model.embed_document(t.text)) for t in p.catalog.pages.texts(corpus)}
 
 
 def test_length_is_the_dl_qdrant_normalises_by():
@@ -74,7 +74,7 @@ def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
     pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
     pipe.ingest.file_bytes("c", words_pdf(1, 3, 60), "a.pdf")
     pipe.ingest.file_bytes("c", words_pdf(2, 2, 200), "b.pdf")
-    lengths = [bm25_length(t.text) for t in pipe.catalog.page_texts("c")]
+    lengths = [bm25_length(t.text) for t in pipe.catalog.pages.texts("c")]
     mean = sum(lengths) / len(lengths)
     assert len(lengths) == 5 and min(lengths) > 0
     assert bm25_stats.corpus_avg_len(pipe.catalog, "c") == pytest.approx(mean)
@@ -87,7 +87,7 @@ def test_corpus_average_is_the_mean_of_its_pages_and_the_vectors_use_it(pipe):
 def test_a_fixed_average_stays_fixed(pipe):
     pipe.corpora.create_corpus("f", CorpusConfig(spaces=SPACES, bm25_avg_len=300))
     pipe.ingest.file_bytes("f", words_pdf(3, 2, 400), "long.pdf")
-    assert pipe.catalog.corpus_config("f").bm25_avg_len == 300
+    assert pipe.catalog.corpora.config("f").bm25_avg_len == 300
     assert {pid: v[0] for pid, v in stored(pipe, "f").items()} == expected(pipe, "f", 300)
     assert pipe.catalog.bm25.indexed("f") == Bm25Indexed(None, False)
     assert bm25_stats.maybe_reweight(pipe.catalog, pipe.store, "f") is None
@@ -170,14 +170,14 @@ def test_an_old_catalog_keeps_its_fixed_300_and_gains_the_statistics(tmp_path):
     db.close()
 
     catalog = Catalog(tmp_path)
-    assert catalog.corpus_config("old").bm25_avg_len == 300.0
-    assert catalog.corpus_config("auto").bm25_avg_len is None
+    assert catalog.corpora.config("old").bm25_avg_len == 300.0
+    assert catalog.corpora.config("auto").bm25_avg_len is None
     assert catalog.bm25.documents_without_length("auto") == ["d1"]
     mean = sum(bm25_length(t) for t in texts) / 2
     assert bm25_stats.corpus_avg_len(catalog, "auto") == pytest.approx(mean)
     assert catalog.bm25.documents_without_length("auto") == []
     assert catalog.bm25.totals("auto") == Bm25Totals(2, sum(bm25_length(t) for t in texts))
-    catalog.delete_document("auto", "d1")
+    catalog.documents.delete("auto", "d1")
     assert catalog.bm25.totals("auto") == Bm25Totals(0, 0) and bm25_stats.corpus_avg_len(catalog, "auto") is None
     catalog.close()
 
@@ -201,9 +201,9 @@ def test_ingestion_and_reweight_index_the_same_text_with_the_section_context(tmp
     doc = Document(id="d" * 32, filename="a.pdf", media_type="application/pdf", size_bytes=1, pages=[page])
     ingested = embed_pages(doc, {"bm25": Bm25Space(100.0)}, ["bm25"], IngestConfig())[0].vectors["bm25"]
     catalog = Catalog(tmp_path)
-    catalog.create_corpus("c", CorpusConfig(spaces=["bm25"]))
-    catalog.add_document("c", doc)
-    (stored,) = catalog.page_texts("c")
+    catalog.corpora.create("c", CorpusConfig(spaces=["bm25"]))
+    catalog.documents.add("c", doc)
+    (stored,) = catalog.pages.texts("c")
     text, context = stored.text, stored.context
     assert [ingested] == Bm25Space(100.0).text_vectors([bm25_text(text, context)])
     assert ingested != Bm25Space(100.0).text_vectors([page.text])[0]  # the headings are indexed

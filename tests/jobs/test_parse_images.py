@@ -52,13 +52,13 @@ def test_text_corpus_parses_without_images_and_serves_them_on_demand(tmp_path, m
         assert words_timings["parse_text"] > 0 and words_timings["parse_tables"] > 0
         doc_id = jobs["words"].document.id
         with TestClient(create_app(settings, pipeline)) as client:
-            for plain, visual in zip(pipeline.catalog.pages_of("words", doc_id),
-                                     pipeline.catalog.pages_of("pixels", doc_id), strict=True):
+            for plain, visual in zip(pipeline.catalog.pages.of_document("words", doc_id),
+                                     pipeline.catalog.pages.of_document("pixels", doc_id), strict=True):
                 assert plain.image_hash == "" and visual.image_hash != ""
                 served = client.get(f"/corpora/words/pages/{plain.id}/image")
                 assert served.status_code == 200 and served.headers["content-type"] == "image/png"
                 image = _pixels(served.content)
                 assert image.shape[:2] == (plain.height, plain.width) == (visual.height, visual.width)
-                assert np.array_equal(image, _pixels(pipeline.catalog.page_image("pixels", visual.id)))
+                assert np.array_equal(image, _pixels(pipeline.catalog.pages.image("pixels", visual.id)))
     finally:
         pipeline.close()

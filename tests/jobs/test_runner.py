@@ -36,7 +36,7 @@ def test_mixed_job_indexes_good_files_and_reports_bad_ones(fake_pipeline, corpus
     assert states["bad.png"][0] == FileState.FAILED and "image" in messages["bad.png"], messages["bad.png"]
     assert job.state == JobState.DONE
     counts = points_per_page(p.store, "c")
-    docs = {d.filename: d for d in p.catalog.list_documents("c")}
+    docs = {d.filename: d for d in p.catalog.documents.listed("c")}
     assert set(docs) == {"multi.pdf", "five.pdf"} and docs["five.pdf"].page_count == 5
     assert len(counts) == sum(d.page_count for d in docs.values()) and set(counts.values()) == {1}
     # the writer marks the job finished, then drops its spool (in that order, so a crash between the two

@@ -34,7 +34,7 @@ def test_an_upload_is_sniffed_once_from_upload_to_index(fake_pipeline, sniffs):
     job = wait_until(lambda: (j := p.jobs.status(job_id)).finished and j)
     assert [(f.state.value, f.pages) for f in job.files] == [("done", 5)]
     assert sniffs == ["five.pdf"]  # plan and three parse batches read the kind
-    assert [d.media_type for d in p.catalog.list_documents("c")] == ["application/pdf"]
+    assert [d.media_type for d in p.catalog.documents.listed("c")] == ["application/pdf"]
 
 
 def test_an_upload_without_a_kind_is_sniffed_and_checked_at_plan(fake_pipeline, sniffs):

@@ -43,7 +43,7 @@ def test_refusals_are_collected_in_order_and_the_rest_is_one_job(fake_pipeline, 
     assert [f.filename for f in job.files] == ["a.pdf", "b.pdf"]
     assert [f.state for f in job.files] == [FileState.DONE, FileState.DONE] and job.state == JobState.DONE
     assert seen[-1] == JobState.DONE
-    docs = {d.filename: d for d in p.catalog.list_documents("c")}
+    docs = {d.filename: d for d in p.catalog.documents.listed("c")}
     assert set(docs) == {"a.pdf", "b.pdf"} and docs["b.pdf"].page_count == 2
     assert docs["a.pdf"].metadata["team"] == docs["b.pdf"].metadata["team"] == "red" and meta == {"team": "red"}
 

@@ -64,7 +64,7 @@ def scale_setup(tmp_path_factory, corpus_dir: Path, minilm):
 
 def test_document_stage_holds_up_as_the_corpus_grows(scale_setup) -> None:
     pipeline, suite, report_names = scale_setup
-    documents = pipeline.catalog.list_documents(suite.corpus_name)
+    documents = pipeline.catalog.documents.listed(suite.corpus_name)
     pages = {name: sum(d.page_count for d in documents if (d.filename in report_names) == (name == "reports"))
              for name in ("reports", "distractors")}
     assert len(report_names) == 20 and pages["reports"] == 20 * PAGES

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pymupdf
 
+from mmrag.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_evidence import complete_facts, document_facts, evidence_text
-from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
 from mmrag.ingest.doc_forms import latest_of_series, series_key
 from mmrag.ingest.doc_periods import query_periods
 from mmrag.ingest.file_metadata import pdf_facts

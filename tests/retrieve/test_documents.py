@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
-from mmrag.ingest.doc_facts import DocumentFacts, StoredFacts
+from mmrag.doc_facts import DocumentFacts, StoredFacts
 from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache, entity_core, wants_recency
 from mmrag.types import Document
 
@@ -102,12 +102,12 @@ def test_fit_is_a_soft_conjunction_of_what_the_query_names() -> None:
 
 def test_cache_follows_the_corpus_documents(tmp_path) -> None:
     catalog = Catalog(tmp_path)
-    catalog.create_corpus("c", CorpusConfig(spaces=["bm25"]))
+    catalog.corpora.create("c", CorpusConfig(spaces=["bm25"]))
     cache = DocumentsCache(catalog)
 
     def add(doc_id: str, entity: str, date: str) -> None:
         facts = DocumentFacts(entities=[entity], form="10-Q", date=date)
-        catalog.add_document("c", Document(id=doc_id, filename=f"{doc_id}.pdf", media_type="application/pdf",
+        catalog.documents.add("c", Document(id=doc_id, filename=f"{doc_id}.pdf", media_type="application/pdf",
                                            size_bytes=1, pages=[], metadata={"doc": facts.as_dict()}))
 
     add("q2", "Apple Inc", "2023-04-01")
@@ -115,8 +115,8 @@ def test_cache_follows_the_corpus_documents(tmp_path) -> None:
     add("q3", "Apple Inc", "2023-07-01")
     assert cache.get("c").latest == ("q3",)
     assert cache.get("c") is cache.get("c")  # unchanged corpus: cached
-    catalog.set_document_metadata("c", "q2", {"doc": DocumentFacts(entities=["Apple Inc"], form="10-Q",
+    catalog.documents.set_metadata("c", "q2", {"doc": DocumentFacts(entities=["Apple Inc"], form="10-Q",
                                                                     date="2023-10-01").as_dict()})
     assert cache.get("c").latest == ("q2",)  # facts rewritten in place (reindex-documents): rebuilt
-    catalog.delete_document("c", "q3")
+    catalog.documents.delete("c", "q3")
     assert cache.get("c").latest == ()

@@ -11,8 +11,8 @@ import numpy as np
 import pymupdf
 import pytest
 
+from mmrag.doc_facts import DocumentFacts
 from mmrag.ingest.doc_evidence import metadata_evidence
-from mmrag.ingest.doc_facts import DocumentFacts
 from mmrag.jobs.doc_reindex import reindex_documents
 from mmrag.store.base import FilterSpec
 from mmrag.types import SearchRequest
@@ -39,12 +39,12 @@ def test_reindex_rewrites_facts_payloads_and_document_vectors(pipeline, tmp_path
 
     stale = replace(fresh, entities=["Emerging Growth Company"], periods=["2022-01-31"], form=None, tickers=[])
     metadata = {**info.metadata, "doc": stale.as_dict()}  # what older rules had read
-    pipeline.catalog.set_document_metadata("c", info.id, metadata)
+    pipeline.catalog.documents.set_metadata("c", info.id, metadata)
     pipeline.store.set_payload("c", FilterSpec(match={"document_id": info.id}), {"meta": metadata})
 
     done = reindex_documents(pipeline.catalog, pipeline.store, pipeline.spaces, "c")
     assert (done.documents, done.changed, done.pages) == (1, 1, 4)
-    facts = pipeline.catalog.document("c", info.id).metadata["doc"]
+    facts = pipeline.catalog.documents.get("c", info.id).metadata["doc"]
     assert facts == fresh.as_dict()  # the stored words give what the PDF gave at ingestion
     points = pipeline.store.scroll("c", FilterSpec(match={"document_id": info.id}), with_vectors=["doc_text"])
     assert len(points) == 4 and all(p.payload["meta"]["doc"] == facts for p in points)

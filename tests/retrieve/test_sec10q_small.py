@@ -65,11 +65,11 @@ def test_document_stage_ranks_the_right_report_first(small_suite: Path, pipeline
 
 
 def test_document_evidence_is_stored_and_shown(small_suite: Path, pipeline) -> None:
-    docs = {d.filename: d for d in pipeline.catalog.list_documents("eval-sec-10q-small")}
+    docs = {d.filename: d for d in pipeline.catalog.documents.listed("eval-sec-10q-small")}
     facts = docs["2022 Q3 AAPL.pdf"].metadata["doc"]
     assert "Apple Inc" in facts["entities"] and facts["periods"][:2] == ["FY2022-Q3", "2022-06-25"]
     assert facts["date"] == "2022-06-25" and facts["form"] == "10-Q" and facts["tickers"] == ["AAPL"]
-    assert latest_of_series(pipeline.catalog.document_facts("eval-sec-10q-small")) == [docs["2023 Q3 AAPL.pdf"].id]
+    assert latest_of_series(pipeline.catalog.documents.facts("eval-sec-10q-small")) == [docs["2023 Q3 AAPL.pdf"].id]
     result = pipeline.search("eval-sec-10q-small", SearchRequest(query="Apple net sales quarter ended April 1, 2023",
                                                                   top_k=3))
     assert result.evidence[0].filename == "2023 Q2 AAPL.pdf"

@@ -45,7 +45,7 @@ def visual(tmp_path_factory, minilm, corpus_dir):
 
 def test_collection_has_full_and_pooled_colpali_vectors(visual):
     pipeline, pdf, _ = visual
-    names = {s.name: s for s in pipeline.corpora.collection_spec(pipeline.catalog.corpus_config("v")).spaces}
+    names = {s.name: s for s in pipeline.corpora.collection_spec(pipeline.catalog.corpora.config("v")).spaces}
     assert names["colpali"].kind == "multivector" and not names["colpali"].index
     assert names["colpali_mean"].kind == "dense" and names["clip"].kind == "dense"
     hits = pipeline.store.scroll("v")
@@ -62,7 +62,7 @@ def test_uploaded_image_finds_itself(visual, space):
 @pytest.mark.parametrize("space", ["clip", "colpali"])
 def test_page_reference_finds_that_page(visual, space):
     pipeline, pdf, _ = visual
-    page = pipeline.catalog.pages_of("v", pdf.id)[2]
+    page = pipeline.catalog.pages.of_document("v", pdf.id)[2]
     result = pipeline.search("v", SearchRequest(image_page_id=page.id, spaces=[space], top_k=3))
     assert result.evidence[0].page_id == page.id
 

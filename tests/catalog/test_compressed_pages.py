@@ -9,7 +9,8 @@ import sqlite3
 
 import numpy as np
 
-from mmrag.catalog import Catalog, PageText
+from mmrag.catalog import Catalog
+from mmrag.catalog.pages import PageText
 from mmrag.config import CorpusConfig
 from mmrag.types import Document, Page, TextSource, Word
 
@@ -30,24 +31,24 @@ def _doc(doc_id: str, pages: list[Page]) -> Document:
 
 def test_pages_read_back_as_written_and_are_stored_compressed(tmp_path):
     catalog = Catalog(tmp_path)
-    catalog.create_corpus("c", CorpusConfig())
+    catalog.corpora.create("c", CorpusConfig())
     labelled = "Revenue: " + TEXT
     pages = [_page("docA", 1, labelled), _page("docA", 2, None), _page("docA", 3, TEXT)]
-    catalog.add_document("c", _doc("docA", pages))
+    catalog.documents.add("c", _doc("docA", pages))
 
-    back = catalog.stored_pages("c", "docA")
+    back = catalog.pages.stored("c", "docA")
     assert [(p.text, p.bm25_text, p.context) for p in back] == [(TEXT, labelled, ["Part I"]), (TEXT, None, ["Part I"]),
                                                                (TEXT, None, ["Part I"])]  # equal to text: not kept
     for p in back:
         assert [w.text for w in p.words] == [w.text for w in WORDS]
         got, want = np.array([w.bbox for w in p.words]), np.array([w.bbox for w in WORDS])
         assert np.abs(got - want).max() < 1e-4
-    assert {k: [w.text for w in v] for k, v in catalog.page_words("c", [pages[0].id]).items()} == \
+    assert {k: [w.text for w in v] for k, v in catalog.pages.words("c", [pages[0].id]).items()} == \
         {pages[0].id: [w.text for w in WORDS]}
-    assert [t.text for t in catalog.page_texts("c", ["docA"])] == [labelled, TEXT, TEXT]
-    assert [p.text_chars for p in catalog.pages_of("c", "docA")] == [len(TEXT)] * 3
+    assert [t.text for t in catalog.pages.texts("c", ["docA"])] == [labelled, TEXT, TEXT]
+    assert [p.text_chars for p in catalog.pages.of_document("c", "docA")] == [len(TEXT)] * 3
 
-    stored = catalog._rows("SELECT text, words, bm25_text FROM pages WHERE id = ?", pages[0].id)[0]
+    stored = catalog._db.rows("SELECT text, words, bm25_text FROM pages WHERE id = ?", pages[0].id)[0]
     assert all(isinstance(v, bytes) for v in stored)
     assert len(stored[0]) * 2 < len(TEXT.encode()) and len(stored[2]) * 4 < len(labelled.encode())
     assert len(stored[1]) < 4 * len(WORDS)  # under 4 bytes a word (the b16 text: 11)
@@ -56,7 +57,7 @@ def test_pages_read_back_as_written_and_are_stored_compressed(tmp_path):
 
 def test_rows_written_before_read_beside_new_ones(tmp_path):
     catalog = Catalog(tmp_path)
-    catalog.create_corpus("c", CorpusConfig())
+    catalog.corpora.create("c", CorpusConfig())
     catalog.close()
     db = sqlite3.connect(tmp_path / "catalog.sqlite3")
     boxes = np.rint(np.array([w.bbox for w in WORDS]) * 65535).astype("<u2").tobytes()
@@ -68,11 +69,11 @@ def test_rows_written_before_read_beside_new_ones(tmp_path):
     db.close()
 
     catalog = Catalog(tmp_path)
-    catalog.add_document("c", _doc("docN", [_page("docN", 1, None)]))
-    old, new = catalog.stored_pages("c", "old")[0], catalog.stored_pages("c", "docN")[0]
+    catalog.documents.add("c", _doc("docN", [_page("docN", 1, None)]))
+    old, new = catalog.pages.stored("c", "old")[0], catalog.pages.stored("c", "docN")[0]
     assert (old.text, old.bm25_text) == (TEXT, "old bm25")
     assert [w.bbox for w in old.words] == [w.bbox for w in new.words]  # the same quantisation, both forms
-    assert catalog.pages_of("c", "old")[0].text_chars == len(TEXT)
-    assert catalog.page_texts("c") == [PageText("docN01", "docN", TEXT, "Part I"),
+    assert catalog.pages.of_document("c", "old")[0].text_chars == len(TEXT)
+    assert catalog.pages.texts("c") == [PageText("docN01", "docN", TEXT, "Part I"),
                                        PageText("p-old", "old", "old bm25", "")]
     catalog.close()

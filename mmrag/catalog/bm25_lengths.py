@@ -1,20 +1,19 @@
 """The catalog's BM25 length statistics (read and written by :mod:`mmrag.jobs.bm25_stats`).
 
 Two tables of the catalog's database (created with its schema; a document's row and a corpus's rows
-are deleted by :class:`mmrag.catalog.Catalog` with the document or corpus):
+are deleted with the document or corpus (:mod:`mmrag.catalog.documents`, :mod:`mmrag.catalog.corpora`)):
 
 - ``bm25_lengths``: per document, its pages with BM25 tokens and their total length;
 - ``bm25_indexed``: per corpus, the average length its stored BM25 vectors were indexed with.
 
-Lifecycle: built by the catalog over its connection and lock (:attr:`Catalog.bm25`); thread-safe.
+Lifecycle: built by the catalog over its database (:attr:`Catalog.bm25`); thread-safe.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from dataclasses import dataclass
-from typing import Any
+
+from mmrag.sqlite_db import SqliteDB
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,34 +35,28 @@ class Bm25Indexed:
 class Bm25Statistics:
     """See the module docstring."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._db, self._lock = db, lock
-
-    def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+    def __init__(self, db: SqliteDB) -> None:
+        self._db = db
 
     def set_length(self, corpus: str, doc_id: str, pages: int, length: int) -> None:
         """A document's pages with BM25 tokens and their total length (idempotent; deleted with the document)."""
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO bm25_lengths VALUES (?, ?, ?, ?)", (corpus, doc_id, pages, length))
+        self._db.execute("INSERT OR REPLACE INTO bm25_lengths VALUES (?, ?, ?, ?)", corpus, doc_id, pages, length)
 
     def totals(self, corpus: str) -> Bm25Totals:
         """The pages and total length over the listed documents of ``corpus``."""
-        rows = self._rows("SELECT COALESCE(SUM(b.pages), 0), COALESCE(SUM(b.length), 0) FROM bm25_lengths b "
+        rows = self._db.rows("SELECT COALESCE(SUM(b.pages), 0), COALESCE(SUM(b.length), 0) FROM bm25_lengths b "
                           "JOIN documents d ON d.corpus = b.corpus AND d.id = b.document_id WHERE b.corpus = ?", corpus)
         return Bm25Totals(int(rows[0][0]), int(rows[0][1]))
 
     def documents_without_length(self, corpus: str) -> list[str]:
         """Listed documents with no recorded length (indexed before the statistics existed)."""
-        rows = self._rows("SELECT d.id FROM documents d LEFT JOIN bm25_lengths b ON b.corpus = d.corpus AND "
+        rows = self._db.rows("SELECT d.id FROM documents d LEFT JOIN bm25_lengths b ON b.corpus = d.corpus AND "
                           "b.document_id = d.id WHERE d.corpus = ? AND b.document_id IS NULL", corpus)
         return [r[0] for r in rows]
 
     def indexed(self, corpus: str) -> Bm25Indexed:
-        rows = self._rows("SELECT avg_len, stale FROM bm25_indexed WHERE corpus = ?", corpus)
+        rows = self._db.rows("SELECT avg_len, stale FROM bm25_indexed WHERE corpus = ?", corpus)
         return Bm25Indexed(rows[0][0], bool(rows[0][1])) if rows else Bm25Indexed(None, False)
 
     def set_indexed(self, corpus: str, avg_len: float | None, stale: bool) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO bm25_indexed VALUES (?, ?, ?)", (corpus, avg_len, int(stale)))
+        self._db.execute("INSERT OR REPLACE INTO bm25_indexed VALUES (?, ?, ?)", corpus, avg_len, int(stale))

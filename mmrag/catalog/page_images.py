@@ -8,7 +8,7 @@ Layout under a corpus folder::
                                (turned upright), image uploads, and corpora ingested before
 
 A page image is rendered again from the kept PDF with the parameters recorded at ingest, by the
-same function (:func:`mmrag.ingest.pdf.render_image`) that renders it for the embedders, so the
+same function (:func:`mmrag.page_render.render_image`) that renders it for the embedders, so the
 page store, the visual embedders and the VLM see the same pixels. Rendered PNGs are kept in a
 bounded in-memory LRU cache (``cache_bytes``).
 
@@ -20,22 +20,14 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf
 
-from mmrag.config import IngestConfig
 from mmrag.errors import NotFound
 from mmrag.imaging import encode_png
-from mmrag.ingest import pdf
+from mmrag.page_render import RenderSpec, render_image
 from mmrag.types import Page, TextSource
-
-
-@dataclass(frozen=True, slots=True)
-class RenderSpec:
-    dpi: int  # the IngestConfig.dpi pages were rendered at
-    max_page_pixels: int  # and its pixel cap
 
 
 def _atomic(path: Path, data: bytes) -> None:
@@ -97,9 +89,8 @@ class PageImageStore:
         if not stem.with_suffix(".pdf").exists():
             raise NotFound(f"image of page {page_id!r} is missing")
         spec = json.loads(stem.with_suffix(".json").read_text())
-        config = IngestConfig(dpi=spec["dpi"], max_page_pixels=spec["max_page_pixels"], tables=False)
         with pymupdf.open(stem.with_suffix(".pdf")) as doc:
-            return encode_png(pdf.render_image(doc.load_page(number - 1), config))
+            return encode_png(render_image(doc.load_page(number - 1), spec["dpi"], spec["max_page_pixels"]))
 
     def delete(self, corpus_dir: Path, document_id: str, page_ids: list[str]) -> None:
         for pid in page_ids:

@@ -44,7 +44,7 @@ class DocumentFacts:
 
 @dataclass(frozen=True, slots=True)
 class StoredFacts:
-    """One stored document's facts, as its corpus lists them (:meth:`mmrag.catalog.Catalog.document_facts`)."""
+    """One stored document's facts, as its corpus lists them (:meth:`mmrag.catalog.documents.DocumentTable.facts`)."""
 
     document_id: str
     filename: str

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from mmrag.catalog import Catalog, PageText
+from mmrag.catalog import Catalog
+from mmrag.catalog.pages import PageText
 from mmrag.config import CorpusConfig
 from mmrag.types import Document, Page, TextSource, Word
 
@@ -39,22 +40,22 @@ def test_old_catalog_gets_the_context_columns_and_keeps_its_pages(tmp_path):
 
     for _ in range(2):  # the migration runs once; opening again changes nothing
         catalog = Catalog(tmp_path)
-        old = catalog.pages_of("c", "old")
+        old = catalog.pages.of_document("c", "old")
         assert [(p.id, p.context, p.table_header) for p in old] == [("p-old", [], [])]
-        assert catalog.page_texts("c", ["old"]) == [PageText("p-old", "old", "old text", "")]
+        assert catalog.pages.texts("c", ["old"]) == [PageText("p-old", "old", "old text", "")]
         catalog.close()
 
     catalog = Catalog(tmp_path)
     doc_id = "n" * 32
     pages = [_page(doc_id, 1, ["Part I", "Item 2"], []), _page(doc_id, 2, ["Part I", "Item 2"], ["Region", "Revenue"])]
-    catalog.add_document("c", Document(id=doc_id, filename="new.pdf", media_type="application/pdf", size_bytes=1,
+    catalog.documents.add("c", Document(id=doc_id, filename="new.pdf", media_type="application/pdf", size_bytes=1,
                                        pages=pages))
-    info = catalog.pages_of("c", doc_id)
+    info = catalog.pages.of_document("c", doc_id)
     assert [(p.context, p.table_header) for p in info] == [(["Part I", "Item 2"], []),
                                                            (["Part I", "Item 2"], ["Region", "Revenue"])]
-    assert catalog.page_info("c", pages[1].id).table_header == ["Region", "Revenue"]
-    back = catalog.stored_pages("c", doc_id)
+    assert catalog.pages.info("c", pages[1].id).table_header == ["Region", "Revenue"]
+    back = catalog.pages.stored("c", doc_id)
     assert [(p.id, p.text, [w.text for w in p.words], p.context, p.table_header) for p in back] == \
         [(p.id, p.text, [w.text for w in p.words], p.context, p.table_header) for p in pages]
-    assert catalog.page_texts("c", [doc_id])[0].context == "Part I > Item 2"
+    assert catalog.pages.texts("c", [doc_id])[0].context == "Part I > Item 2"
     catalog.close()

@@ -10,10 +10,11 @@ import pytest
 from PIL import Image
 
 from mmrag.catalog import Catalog
+from mmrag.catalog.page_images import PageImageStore
+from mmrag.catalog.word_boxes import PREFIX, code_boxes, decode_boxes, pack_words, unpack_words
 from mmrag.config import IngestConfig
 from mmrag.errors import NotFound
-from mmrag.ingest.page_store import PageImageStore, RenderSpec
-from mmrag.ingest.word_boxes import PREFIX, code_boxes, decode_boxes, pack_words, unpack_words
+from mmrag.page_render import RenderSpec
 from mmrag.types import TextSource, Word
 from tests.ingest.helpers import parse_document
 
@@ -34,29 +35,29 @@ def catalog(tmp_path):
 def test_pages_render_on_demand_with_the_pixels_the_embedders_saw(catalog, corpus_dir, tmp_path):
     data = (corpus_dir / "pdf" / "normal_4pages.pdf").read_bytes()
     doc = parse_document(data, "normal_4pages.pdf", CFG)
-    catalog.save_page_images("c", doc.pages, data, RenderSpec(CFG.dpi, CFG.max_page_pixels))
-    catalog.add_document("c", doc)
-    corpus = catalog.corpus_dir("c")
+    catalog.pages.save_images("c", doc.pages, data, RenderSpec(CFG.dpi, CFG.max_page_pixels))
+    catalog.documents.add("c", doc)
+    corpus = catalog.corpora.folder("c")
     assert not list((corpus / "pages").glob("*.png")), "text pages need no stored image"
     assert (corpus / "sources" / f"{doc.id}.pdf").read_bytes() == data
     for page in doc.pages:
-        served = catalog.page_image("c", page.id)
+        served = catalog.pages.image("c", page.id)
         # jobs/embedding.py decodes image_png for the visual spaces; the VLM and the API get page_image
         assert np.array_equal(_pixels(served), _pixels(page.image_png))
         assert served == page.image_png
-    catalog.delete_document("c", doc.id)
+    catalog.documents.delete("c", doc.id)
     assert not (corpus / "sources" / f"{doc.id}.pdf").exists()
     with pytest.raises(NotFound):
-        catalog.page_image("c", doc.pages[0].id)
+        catalog.pages.image("c", doc.pages[0].id)
 
 
 def test_ocr_pages_and_images_keep_their_file(catalog, corpus_dir):
     data = (corpus_dir / "scans" / "ocr_test_rotated_90.pdf").read_bytes()
     doc = parse_document(data, "scan.pdf", CFG)
     assert doc.pages[0].text_source is TextSource.OCR
-    catalog.save_page_images("c", doc.pages, data, RenderSpec(CFG.dpi, CFG.max_page_pixels))
-    catalog.add_document("c", doc)
-    assert catalog.page_image("c", doc.pages[0].id) == doc.pages[0].image_png  # upright, as OCR turned it
+    catalog.pages.save_images("c", doc.pages, data, RenderSpec(CFG.dpi, CFG.max_page_pixels))
+    catalog.documents.add("c", doc)
+    assert catalog.pages.image("c", doc.pages[0].id) == doc.pages[0].image_png  # upright, as OCR turned it
 
 
 def test_render_cache_is_bounded(tmp_path, corpus_dir):

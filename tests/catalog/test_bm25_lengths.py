@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmrag.catalog import Catalog
-from mmrag.catalog_bm25 import Bm25Indexed, Bm25Totals
+from mmrag.catalog.bm25_lengths import Bm25Indexed, Bm25Totals
 from mmrag.config import CorpusConfig
 from mmrag.types import Document, Page, TextSource
 
@@ -18,18 +18,18 @@ def _doc(doc_id: str) -> Document:
 
 def test_lengths_count_listed_documents_and_go_with_them(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path)
-    catalog.create_corpus("c", CorpusConfig(spaces=["bm25"]))
+    catalog.corpora.create("c", CorpusConfig(spaces=["bm25"]))
     stats = catalog.bm25
     stats.set_length("c", "d1", 3, 120)
     assert stats.totals("c") == Bm25Totals(0, 0)  # recorded before its row: not listed yet
-    catalog.add_document("c", _doc("d1"))
-    catalog.add_document("c", _doc("d2"))
+    catalog.documents.add("c", _doc("d1"))
+    catalog.documents.add("c", _doc("d2"))
     assert stats.totals("c") == Bm25Totals(3, 120)
     assert stats.documents_without_length("c") == ["d2"]
     stats.set_length("c", "d2", 1, 30)
     stats.set_length("c", "d2", 2, 40)  # idempotent: the last one counts
     assert stats.totals("c") == Bm25Totals(5, 160) and stats.documents_without_length("c") == []
-    catalog.delete_document("c", "d1")
+    catalog.documents.delete("c", "d1")
     assert stats.totals("c") == Bm25Totals(2, 40)
     catalog.close()
 
@@ -37,12 +37,12 @@ def test_lengths_count_listed_documents_and_go_with_them(tmp_path: Path) -> None
 def test_the_indexed_average_is_kept_per_corpus_until_the_corpus_goes(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path)
     for name in ("a", "b"):
-        catalog.create_corpus(name, CorpusConfig(spaces=["bm25"]))
+        catalog.corpora.create(name, CorpusConfig(spaces=["bm25"]))
     assert catalog.bm25.indexed("a") == Bm25Indexed(None, False)
     catalog.bm25.set_indexed("a", 42.5, stale=True)
     assert catalog.bm25.indexed("a") == Bm25Indexed(42.5, True)
     assert catalog.bm25.indexed("b") == Bm25Indexed(None, False)
-    catalog.delete_corpus("a")
-    catalog.create_corpus("a", CorpusConfig(spaces=["bm25"]))
+    catalog.corpora.delete("a")
+    catalog.corpora.create("a", CorpusConfig(spaces=["bm25"]))
     assert catalog.bm25.indexed("a") == Bm25Indexed(None, False)
     catalog.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 
-from mmrag.catalog_text import pack_text, pack_variant, unpack_text, unpack_variant
+from mmrag.catalog.text_codec import pack_text, pack_variant, unpack_text, unpack_variant
 
 PAGE = " ".join(f"| Total net sales {i} | $ {82_959 + i:,} | $ {81_434 - i:,} | Café ✓" for i in range(40))
 LABELLED = " ".join(f"| Total net sales {i} | Three Months Ended June 25, 2022: $ {82_959 + i:,} | "
