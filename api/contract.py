@@ -231,9 +231,9 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     models.pop("HTTPValidationError", None)
     models.pop("ValidationError", None)
     pipeline = getattr(app.state, "pipeline", None)
-    spaces = sorted(pipeline.spaces) if pipeline is not None else list(SPACES)
+    spaces = pipeline.space_names() if pipeline is not None else list(SPACES)
     apply_limits(models, settings, spaces)
-    image_spaces = [s for s in spaces if pipeline is None or pipeline.spaces[s].takes_image_query]
+    image_spaces = pipeline.image_spaces() if pipeline is not None else spaces
     if not image_spaces:
         no_image_queries(schema)
     something_to_search(models["SearchIn"], image=bool(image_spaces))

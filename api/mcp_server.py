@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.auth import ANY_KEY, Principal
 from api.routes.documents import page_detail, page_links
-from api.routes.search import check_image_query, decode_base64, search_request
+from api.routes.search import decode_base64, search_request
 from api.schemas import AnswerIn, SearchIn
 from mmrag import __version__
 from mmrag.errors import MMRAGError, Unavailable
@@ -64,14 +64,14 @@ class PipelineLibrary:
 
     def corpora(self) -> list[dict[str, Any]]:
         return [{"name": r.name, "documents": r.documents, "pages": r.pages, "spaces": list(r.config.spaces)}
-                for r in self.pipeline.catalog.corpora.listed() if self.principal.sees(r.name)]
+                for r in self.pipeline.corpora.listed() if self.principal.sees(r.name)]
 
     def search(self, corpus: str, body: SearchIn) -> list[dict[str, Any]]:
         self._check(corpus)
         image = decode_base64(body.image_base64) if body.image_base64 else None
         request = search_request(body, body.query, image, body.image_page_id)
         if image is not None or body.image_page_id is not None:
-            check_image_query(self.pipeline, corpus, request.spaces)
+            self.pipeline.check_image_query(corpus, request.spaces)
         public = self.pipeline.settings.api.public_url
         return [{**e.as_json(), "image_url": page_links(public, corpus, e.page_id)[0]}
                 for e in self.pipeline.search(corpus, request).evidence]
@@ -82,11 +82,11 @@ class PipelineLibrary:
 
     def page_image(self, corpus: str, page_id: str) -> bytes:
         self._check(corpus)
-        return self.pipeline.catalog.pages.image(corpus, page_id)
+        return self.pipeline.documents.page_image(corpus, page_id)
 
     def answer(self, corpus: str, body: AnswerIn) -> dict[str, Any]:
         self._check(corpus)
-        self.pipeline.catalog.corpora.config(corpus)
+        self.pipeline.corpora.config(corpus)  # 404 for an unknown corpus
         service = self.pipeline.answers.enable()
         events = service.answer_stream(corpus, body.question, body.top_k, body.visual_token_budget,
                                        body.max_new_tokens, document_ids=body.document_ids)

@@ -147,8 +147,7 @@ def readiness(state: Any) -> dict[str, str]:
     pipeline = state.pipeline
     checks: dict[str, str] = {}
     try:
-        names = [row.name for row in pipeline.catalog.corpora.listed()]
-        pipeline.store.has_collection(names[0] if names else "mmrag-readiness-probe")
+        pipeline.check_store()
         checks["store"] = "ok"
     except Exception as exc:  # any failure of the catalog or vector store means not ready
         checks["store"] = f"{type(exc).__name__}: {exc}"

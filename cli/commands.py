@@ -132,11 +132,9 @@ def reweight_bm25(corpus: Annotated[str, typer.Argument(help="Corpus name")]) ->
     """Recompute a corpus's stored BM25 vectors from its page text with its average page length (its
     own, or its fixed bm25_avg_len); other vectors stay. The owner does it by itself after a job when the
     corpus's average moved more than 20 %. Runs in-process: stop `mmrag serve` on this folder first."""
-    from mmrag.jobs.bm25_stats import reweight
-
     try:
         with folder_pipeline() as pipeline:
-            done = reweight(pipeline.catalog, pipeline.store, corpus)
+            done = pipeline.corpora.reweight_bm25(corpus)
     except MMRAGError as exc:
         fail(exc)
         return
@@ -149,11 +147,9 @@ def reindex_documents(corpus: Annotated[str, typer.Argument(help="Corpus name")]
     stored page words with the current rules, and rewrite it in the catalog, the page payloads and the
     document vectors; pages are not parsed or embedded again. Runs in-process: stop `mmrag serve` on this
     folder first."""
-    from mmrag.jobs.doc_reindex import reindex_documents as reindex
-
     try:
         with folder_pipeline() as pipeline:
-            done = reindex(pipeline.catalog, pipeline.store, pipeline.spaces, corpus)
+            done = pipeline.corpora.reindex_documents(corpus)
     except MMRAGError as exc:
         fail(exc)
         return

@@ -53,7 +53,7 @@ def train_command(
             try:
                 questions += collect_questions(pipeline.retriever, suite, corpus=corpus)
                 if corpus:
-                    target_dir = pipeline.catalog.corpora.folder(corpus)
+                    target_dir = pipeline.corpora.folder(corpus)
             finally:
                 pipeline.close()
         if len({q.fold for q in questions}) < 2:

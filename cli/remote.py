@@ -77,7 +77,7 @@ class LocalBackend:
 
     def corpora(self) -> list[dict[str, Any]]:
         return [{"name": r.name, "config": r.config.model_dump(), "documents": r.documents, "pages": r.pages,
-                 "created_at": r.created_at} for r in self.pipeline.catalog.corpora.listed()]
+                 "created_at": r.created_at} for r in self.pipeline.corpora.listed()]
 
     def answer_events(self, corpus: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         from mmrag.generate.answer import event_payloads

@@ -1,4 +1,5 @@
-"""Corpus management: create (with the spaces available here), delete, and the models corpora use.
+"""Corpus management: create (with the spaces available here), list, delete, maintain (BM25 re-weighting,
+documents' evidence re-derived), and the models corpora use.
 
 Lifecycle: one :class:`Corpora` per process, built by :func:`mmrag.pipeline.build_pipeline` over the
 pipeline's catalog, store, spaces and embedders; thread-safe as far as the catalog and store are.
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mmrag.catalog import Catalog
-from mmrag.catalog.corpora import check_corpus_name
+from mmrag.catalog.corpora import CorpusRow, check_corpus_name
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
 from mmrag.embed.lazy import one_line, usable
@@ -20,6 +23,10 @@ from mmrag.jobs.writer import JobWriter
 from mmrag.spaces import Space
 from mmrag.store import CollectionSpec, VectorStore
 from mmrag.types import SPACES
+
+if TYPE_CHECKING:
+    from mmrag.jobs.bm25_stats import Reweight
+    from mmrag.jobs.doc_reindex import Reindex
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +41,24 @@ class Corpora:
     embedders: dict[str, Embedder]  # space name -> embedder (lazy: a model loads on first need)
     unavailable: dict[str, str]  # space -> why it is off (shared with the pipeline; filled as models fail)
     writer: JobWriter  # deletes documents (the single writer of a corpus's rows and vectors)
+
+    def config(self, name: str) -> CorpusConfig:
+        """The corpus's config; NotFound (saying how to create it) for an unknown corpus."""
+        return self.catalog.corpora.config(name)
+
+    def exists(self, name: str) -> bool:
+        return self.catalog.corpora.exists(name)
+
+    def listed(self) -> list[CorpusRow]:
+        return self.catalog.corpora.listed()
+
+    def summary(self, name: str) -> CorpusRow:
+        """The corpus with what it holds; NotFound for an unknown corpus."""
+        return self.catalog.corpora.summary(name)
+
+    def folder(self, name: str) -> Path:
+        """Where the corpus's files are (kept PDFs, page images, its own ranker model)."""
+        return self.catalog.corpora.folder(name)
 
     def collection_spec(self, config: CorpusConfig) -> CollectionSpec:
         return CollectionSpec(spaces=tuple(s for name in config.spaces
@@ -58,7 +83,7 @@ class Corpora:
         for space, embedder in self.embedders.items():
             if space in config.spaces:
                 setattr(config, f"{space}_model", embedder.spec)
-        if self.catalog.corpora.exists(name):
+        if self.exists(name):
             raise Conflict(f"corpus {name!r} already exists")
         self.store.create_collection(name, self.collection_spec(config))
         self.catalog.corpora.create(name, config)
@@ -87,15 +112,15 @@ class Corpora:
 
     def ensure_corpus(self, name: str, config: CorpusConfig | None = None) -> CorpusConfig:
         """The corpus's config, creating the corpus first if it does not exist (safe under a race)."""
-        if self.catalog.corpora.exists(name):
-            return self.catalog.corpora.config(name)
+        if self.exists(name):
+            return self.config(name)
         try:
             return self.create_corpus(name, config)
         except Conflict:
-            return self.catalog.corpora.config(name)
+            return self.config(name)
 
     def delete_corpus(self, name: str) -> None:
-        self.catalog.corpora.config(name)
+        self.config(name)
         self.store.delete_collection(name)
         self.catalog.corpora.delete(name)
 
@@ -104,15 +129,31 @@ class Corpora:
 
     def optimize(self, corpus: str) -> None:
         """Build the corpus's indexes and quantised vectors now (the job writer does so after each job)."""
-        self.catalog.corpora.config(corpus)
+        self.config(corpus)
         self.store.optimize(corpus)
+
+    def reweight_bm25(self, corpus: str) -> Reweight:
+        """Rewrite the corpus's BM25 vectors with its average page length (:func:`mmrag.jobs.bm25_stats.reweight`)."""
+        from mmrag.jobs.bm25_stats import reweight
+
+        return reweight(self.catalog, self.store, corpus)
+
+    def reindex_documents(self, corpus: str) -> Reindex:
+        """Re-derive the evidence of every document of the corpus (:mod:`mmrag.jobs.doc_reindex`)."""
+        from mmrag.jobs.doc_reindex import reindex_documents  # the evidence rules: loaded when asked
+
+        return reindex_documents(self.catalog, self.store, self.spaces, corpus)
 
     def warm_up(self) -> None:
         """Load the models that the served corpora use (and the text model, which every corpus needs) now
         rather than on the first request: the API calls this on a background thread at start-up. Models no
         corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
-        wanted = {"text"}
-        for row in self.catalog.corpora.listed():
-            wanted.update(row.config.spaces)
-        for space in sorted(wanted & set(self.embedders)):
+        for space in sorted(self.served_models()):
             usable(self.embedders[space])
+
+    def served_models(self) -> set[str]:
+        """The spaces whose model :meth:`warm_up` loads: the text model and those the corpora use."""
+        wanted = {"text"}
+        for row in self.listed():
+            wanted.update(row.config.spaces)
+        return wanted & set(self.embedders)

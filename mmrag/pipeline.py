@@ -19,6 +19,7 @@ from mmrag.answers import Answers
 from mmrag.catalog import Catalog
 from mmrag.config import Settings
 from mmrag.corpora import Corpora
+from mmrag.documents import Documents
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
 from mmrag.embed.lazy import LazyEmbedder, model_states, one_line
 from mmrag.errors import Conflict
@@ -71,6 +72,9 @@ class DataDirLock:
             self._file = None
 
 
+_MODEL_OF = {"document": "text"}  # space -> the model it embeds with, where the names differ
+
+
 @dataclass
 class Pipeline:
     """Everything one process needs, wired by :func:`build_pipeline` (see docs/architecture.md)."""
@@ -84,7 +88,8 @@ class Pipeline:
     jobs: JobStore  # job state (written only by this process: it owns the store)
     job_writer: JobWriter  # the owner side of jobs: applies write/commit work, deletes documents
     runner: JobRunner  # runs ingestion jobs: embedded threads or Celery workers (every ingest goes here)
-    corpora: Corpora  # create / delete corpora and documents, warm up the models they use
+    corpora: Corpora  # create / list / delete / maintain corpora, warm up the models they use
+    documents: Documents  # the stored documents and pages, as the shells read them
     answers: Answers  # retrieval + VLM (or extractive) answers, built on first enable()
     unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
@@ -100,13 +105,49 @@ class Pipeline:
     def search(self, corpus: str, request: SearchRequest) -> SearchResult:
         return self.retriever.search(corpus, request)
 
+    def check_search(self, corpus: str, request: SearchRequest) -> None:
+        """What :meth:`search` would refuse (unknown corpus, bounds, options), without searching."""
+        self.retriever.validate(self.corpora.config(corpus), request)
+
+    def check_image_query(self, corpus: str, spaces: list[str] | None) -> None:
+        """Refuse an image query before its image is decoded unless a space of the request (default: the
+        corpus's) takes image queries (NotFound for an unknown corpus)."""
+        self.retriever.check_image_query(self.corpora.config(corpus), spaces)
+
+    def space_names(self) -> list[str]:
+        """The spaces this process is configured with (whether or not their models load)."""
+        return sorted(self.spaces)
+
+    def image_spaces(self) -> list[str]:
+        """Those of :meth:`space_names` that take image queries."""
+        return [name for name in self.space_names() if self.spaces[name].takes_image_query]
+
+    def check_store(self) -> None:
+        """Raise unless the catalog and the vector store answer (readiness)."""
+        names = [row.name for row in self.corpora.listed()]
+        self.store.has_collection(names[0] if names else "mmrag-readiness-probe")
+
     def health(self) -> dict[str, Any]:
-        """Spaces that are on, with their model's state (loaded / not loaded: models load on first use),
-        and every space or model that is off with its reason. Loads nothing."""
+        """Which spaces can serve and why any is off; loads nothing (models load on first use).
+
+        ``spaces``: the spaces whose model has not failed, with its state (loaded / not loaded);
+        ``serving``: those that can serve: their model is loaded, or it is loading because the corpora use
+        it; ``pending``: spaces whose model no corpus uses and that has not been tried yet (it loads when a
+        corpus asks for it: until then nobody knows whether it can); ``off``: every space or model that
+        cannot be used, with a one-line reason (``unavailable``: the full reason)."""
         models = model_states(self.embedders)
+        served = self.corpora.served_models()
+        state = {name: models.get(_MODEL_OF.get(name, name), {"model": None, "state": "loaded"})
+                 for name in self.spaces}
+        on = {name: info for name, info in state.items() if info["state"] != "failed"}
+        pending = [name for name, info in on.items()
+                   if info["state"] == "not loaded" and _MODEL_OF.get(name, name) not in served]
         return {
-            "spaces": {name: models.get(name, {"model": None, "state": "loaded"}) for name in self.spaces
-                       if models.get(name, {}).get("state") != "failed"},
+            "spaces": on,
+            "serving": [name for name in on if name not in pending],
+            "pending": pending,
+            "off": {name: one_line(self.unavailable.get(_MODEL_OF.get(name, name), "its model failed"), 160)
+                    for name in [*self.unavailable, *(n for n in state if n not in on)]},
             "unavailable": dict(self.unavailable),
             "store": "qdrant-server" if self.settings.store.url else f"embedded-{self.settings.store.engine}",
         }
@@ -203,7 +244,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     answers = Answers(retriever.search, catalog.pages.image, settings.vlm, unavailable,
                       settings.retrieve.max_query_chars)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
-                        corpora, answers, unavailable, owner)
+                        corpora, Documents(catalog), answers, unavailable, owner)
     pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest.files, retriever, answers)
     if run_jobs:
         job_runner.start()

@@ -37,7 +37,7 @@ async def answer(corpus: str, body: AnswerIn, request: Request, pipeline: Pipeli
     then ``done`` with the answer, citations and per-stage timings. Without a VLM the answer is
     extractive (``mode: extractive``) and says so in ``notice``. 429 + Retry-After when the
     engine's token budget and queue are full."""
-    pipeline.catalog.corpora.config(corpus)
+    pipeline.corpora.config(corpus)
     events = await run_in_threadpool(_events, pipeline, corpus, body)  # errors raise here, before streaming
     if body.stream:
         return StreamingResponse(_iterate(events, request.app.state.metrics), media_type="text/event-stream",

@@ -58,16 +58,14 @@ def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
 
 def page_detail(pipeline: Pipeline, corpus: str, page_id: str) -> PageDetailOut:
     """A page with its text and word boxes (the REST route and the MCP tool ``get_page``)."""
-    info = pipeline.catalog.pages.info(corpus, page_id)  # 404 for an unknown corpus or page
-    doc = pipeline.catalog.documents.get(corpus, info.document_id)
-    words = pipeline.catalog.pages.words(corpus, [page_id]).get(page_id, [])
-    text = pipeline.catalog.pages.plain_texts(corpus, [page_id]).get(page_id, "")
+    page = pipeline.documents.page(corpus, page_id)  # 404 for an unknown corpus or page
+    info = page.info
     image, thumb = page_links(pipeline.settings.api.public_url, corpus, page_id)
     return PageDetailOut(id=info.id, number=info.number, width=info.width, height=info.height,
                          text_source=info.text_source.value, text_chars=info.text_chars, image_url=image,
-                         thumbnail_url=thumb, document_id=info.document_id, filename=doc.filename,
-                         section=list(info.context), text=text,
-                         words=[WordOut(text=w.text, box=w.bbox) for w in words])
+                         thumbnail_url=thumb, document_id=info.document_id, filename=page.filename,
+                         section=list(info.context), text=page.text,
+                         words=[WordOut(text=w.text, box=w.bbox) for w in page.words])
 
 
 def document_out(info: DocumentInfo, status_: str = "stored", timings: dict[str, float] | None = None) -> DocumentOut:
@@ -125,7 +123,7 @@ async def upload_documents(
     parsing and reported per file in the job; the other files go on. Re-uploading the same bytes is
     a no-op (file state ``exists``). ``wait=true`` answers when the job has finished: 201 if a
     document was created, 200 if all existed, else the first failure's status."""
-    pipeline.catalog.corpora.config(corpus)
+    pipeline.corpora.config(corpus)
     limit = pipeline.settings.api.max_files_per_upload
     if len(files) > limit:
         raise InvalidInput(f"{len(files)} files in one upload; the limit is {limit} (MMRAG_API__MAX_FILES_PER_UPLOAD)")
@@ -176,7 +174,7 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
     docs: list[DocumentOut] = []
     for f in job.files:
         if f.state in (FileState.DONE, FileState.EXISTS):
-            info = pipeline.catalog.documents.find(job.corpus, f.document_id)
+            info = pipeline.documents.find(job.corpus, f.document_id)
             if info is not None:
                 docs.append(document_out(info, "created" if f.state == FileState.DONE else "exists"))
         elif f.error:
@@ -193,15 +191,15 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
 def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep,
                    offset: Annotated[int, Query(ge=0, le=SQLITE_INT)] = 0,
                    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[DocumentOut]:
-    return [document_out(d) for d in pipeline.catalog.documents.listed(corpus, offset=offset, limit=limit)]
+    return [document_out(d) for d in pipeline.documents.listed(corpus, offset=offset, limit=limit)]
 
 
 @router.get("/documents/{document_id}", response_model=DocumentDetail, responses=responses(404))
 def get_document(corpus: str, document_id: str, request: Request, pipeline: PipelineDep,
                  _: ReadDep) -> DocumentDetail:
-    info = pipeline.catalog.documents.get(corpus, document_id)
+    info = pipeline.documents.get(corpus, document_id)
     pages = []
-    for p in pipeline.catalog.pages.of_document(corpus, document_id):
+    for p in pipeline.documents.pages(corpus, document_id):
         image, thumb = page_urls(request, corpus, p.id)
         pages.append(PageOut(id=p.id, number=p.number, width=p.width, height=p.height,
                              text_source=p.text_source.value, text_chars=p.text_chars, image_url=image,
@@ -226,7 +224,7 @@ def get_page(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep) -> Pa
 def page_image(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep,
                width: Annotated[int | None, Query(ge=16, le=4096, description="Thumbnail width")] = None) -> Response:
     """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given."""
-    png = pipeline.catalog.pages.image(corpus, page_id)  # stored, or rendered from the document's kept PDF
+    png = pipeline.documents.page_image(corpus, page_id)  # stored, or rendered from the document's kept PDF
     if width is None:
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
     img = decode_image(png, max_pixels=pipeline.settings.ingest.max_image_pixels, what=f"page {page_id}")

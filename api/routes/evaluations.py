@@ -37,7 +37,7 @@ def start_evaluation(body: EvaluationIn, service: ServiceDep, pipeline: Pipeline
 
     def allow(corpus: str) -> None:
         principal.check("write", corpus, f"unknown suite {body.suite!r}")
-        if principal.key is not None and principal.key.scope != "admin" and not pipeline.catalog.corpora.exists(corpus):
+        if principal.key is not None and principal.key.scope != "admin" and not pipeline.corpora.exists(corpus):
             raise Forbidden(f"the suite's corpus {corpus!r} does not exist, and a {principal.key.scope} key never "
                             "creates one: create it with an admin key first")
         if principal.key is not None:

@@ -55,7 +55,7 @@ def get_job(job_id: str, request: Request, jobs: StoreDep, principal: PrincipalD
 def list_jobs(corpus: str, request: Request, pipeline: PipelineDep, jobs: StoreDep, _: ReadDep,
               limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[JobOut]:
     """Jobs of a corpus, newest first."""
-    pipeline.catalog.corpora.config(corpus)
+    pipeline.corpora.config(corpus)
     return [job_out(j, base_url(request)) for j in jobs.list_jobs(corpus, limit)]
 
 

@@ -40,7 +40,7 @@ from api.openai_schemas import (
     UserMessage,
 )
 from api.routes.documents import page_urls
-from api.routes.search import check_image_query, image_turns
+from api.routes.search import image_turns
 from api.sse import SSE_DONE, SSE_HEADERS, sse_data
 from mmrag.errors import InvalidInput, NotFound, TooLarge, Unavailable, error_for_code
 from mmrag.generate.answer import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payloads, final_answer
@@ -81,7 +81,7 @@ def model_corpus(model: str, principal: Principal, pipeline: Pipeline) -> tuple[
     corpus, _, profile = model.partition(":")
     missing = NotFound(f"The model `{model}` does not exist or you do not have access to it.",
                        detail={"param": "model", "code": "model_not_found"})
-    if not principal.sees(corpus) or not pipeline.catalog.corpora.exists(corpus):
+    if not principal.sees(corpus) or not pipeline.corpora.exists(corpus):
         raise missing
     spaces = [s for s in re.split(r"[+,]", profile) if s] if profile else None
     unknown = sorted(set(spaces or ()) - set(SPACES))
@@ -164,7 +164,7 @@ async def chat_completions(body: ChatCompletionIn, request: Request, pipeline: P
     corpus, spaces = model_corpus(body.model, principal, pipeline)  # the key's tenancy: 404 model_not_found
     question = question_of(body, corpus, spaces)
     if question.image_url is not None:
-        check_image_query(pipeline, corpus, spaces)  # 400 before decoding when no space takes images
+        pipeline.check_image_query(corpus, spaces)  # 400 before decoding when no space takes images
         image = decode_data_url(question.image_url, pipeline.settings.retrieve.max_query_image_bytes)
         question = replace(question, conversation=replace(question.conversation, image=image), image_url=None)
         async with image_turns(request):
@@ -253,4 +253,4 @@ class Reply:
 def list_models(pipeline: PipelineDep, principal: PrincipalDep) -> ModelList:
     """The corpora this key may read, as OpenAI models (a model id is a corpus name)."""
     return ModelList(data=[ModelOut(id=row.name, created=int(row.created_at))
-                           for row in pipeline.catalog.corpora.listed() if principal.sees(row.name)])
+                           for row in pipeline.corpora.listed() if principal.sees(row.name)])

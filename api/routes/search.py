@@ -21,8 +21,7 @@ from api.deps import PipelineDep, ReadDep
 from api.errors import responses
 from api.routes.documents import page_urls
 from api.schemas import EvidenceOut, SearchIn, SearchOptions, SearchOut
-from mmrag.errors import Conflict, InvalidInput, TooLarge
-from mmrag.pipeline import Pipeline
+from mmrag.errors import InvalidInput, TooLarge
 from mmrag.types import Evidence, SearchRequest
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["search"])
@@ -55,33 +54,15 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
                          rrf_k=options.rrf_k, fusion=options.fusion)
 
 
-def check_image_query(pipeline: Pipeline, corpus: str, spaces: list[str] | None) -> None:
-    """400 unless a space of the request (default: the corpus's) takes image queries; nothing decoded yet."""
-    config = pipeline.catalog.corpora.config(corpus)
-    corpus_takes = [n for n in config.spaces if n in pipeline.spaces and pipeline.spaces[n].takes_image_query]
-    if not corpus_takes:  # a well-formed request this corpus cannot answer: 409
-        raise Conflict(f"image queries need clip or colpali (an image space); this corpus has only "
-                       f"{sorted(config.spaces)}: the image was not decoded", detail={"reason": "no_image_space"})
-    missing = [n for n in spaces or [] if n not in config.spaces]
-    if missing:
-        raise Conflict(f"spaces {missing} not available for this corpus; it has: {config.spaces}",
-                       detail={"reason": "space_not_in_corpus", "available": list(config.spaces)})
-    if spaces and not set(spaces) & set(corpus_takes):
-        raise InvalidInput(f"image queries need clip or colpali (an image space); the request uses only "
-                           f"{sorted(set(spaces))} (this corpus's image spaces: {corpus_takes}): the image was not "
-                           "decoded", detail={"reason": "no_image_space"})
-
-
 async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: SearchRequest) -> Response:
     """Search in the thread pool; the response is serialised once here (FastAPI would validate
     the returned model a second time against ``response_model``: ~0.3 ms per request). Image queries
     take a turn of the image semaphore (decoding and embedding an image is the costly part)."""
     if search.pages is not None and search.pages[1] < search.pages[0]:  # an empty range: no page, no results
-        config = pipeline.catalog.corpora.config(corpus)  # 404 for an unknown corpus
-        pipeline.retriever.validate(config, replace(search, pages=None))  # the rest is checked as always
+        pipeline.check_search(corpus, replace(search, pages=None))  # 404 for an unknown corpus; the rest as always
         return Response(SearchOut(results=[], timings={}).model_dump_json(), media_type="application/json")
     if search.image is not None or search.image_page_id is not None:
-        check_image_query(pipeline, corpus, search.spaces)
+        pipeline.check_image_query(corpus, search.spaces)
         async with image_turns(request):
             result = await run_in_threadpool(pipeline.search, corpus, search)
     else:
@@ -129,6 +110,6 @@ async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep, 
         parsed = SearchOptions.model_validate_json(options or "{}")
     except ValidationError as exc:
         raise InvalidInput(f"options: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}") from exc
-    check_image_query(pipeline, corpus, list(parsed.spaces) if parsed.spaces else None)
+    pipeline.check_image_query(corpus, list(parsed.spaces) if parsed.spaces else None)
     data = await _read_image(image, request.app.state.settings.retrieve.max_query_image_bytes)
     return await _run(pipeline, corpus, request, search_request(parsed, query, data))

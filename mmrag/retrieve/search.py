@@ -100,6 +100,24 @@ class Retriever:
         if bad or request.kinds == []:
             raise InvalidInput(f"kinds {bad or request.kinds} not allowed; allowed: {list(KINDS)}")
 
+    def check_image_query(self, corpus_config: CorpusConfig, spaces: list[str] | None) -> None:
+        """Refuse an image query before its image is decoded unless a space of the request (default: the
+        corpus's) takes image queries: Conflict when the corpus cannot answer it, InvalidInput when the request
+        names no image space."""
+        config = corpus_config
+        corpus_takes = [n for n in config.spaces if n in self.spaces and self.spaces[n].takes_image_query]
+        if not corpus_takes:  # a well-formed request this corpus cannot answer: 409
+            raise Conflict(f"image queries need clip or colpali (an image space); this corpus has only "
+                           f"{sorted(config.spaces)}: the image was not decoded", detail={"reason": "no_image_space"})
+        missing = [n for n in spaces or [] if n not in config.spaces]
+        if missing:
+            raise Conflict(f"spaces {missing} not available for this corpus; it has: {config.spaces}",
+                           detail={"reason": "space_not_in_corpus", "available": list(config.spaces)})
+        if spaces and not set(spaces) & set(corpus_takes):
+            raise InvalidInput(f"image queries need clip or colpali (an image space); the request uses only "
+                               f"{sorted(set(spaces))} (this corpus's image spaces: {corpus_takes}): the image was "
+                               "not decoded", detail={"reason": "no_image_space"})
+
     def _query_input(self, corpus: str, request: SearchRequest) -> QueryInput:
         data = request.image
         if request.image_page_id is not None:

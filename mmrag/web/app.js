@@ -59,10 +59,14 @@ export function offLine(name, why) {
     configured ? null : el("details", { class: "why" }, el("summary", { text: "Why" }), el("pre", { text: why })));
 }
 
-function renderHealth(health) {
-  const on = Object.keys(health.spaces);
+// only the spaces that can serve are "on"; a model no corpus uses has not been tried, so it is not claimed
+export function renderHealth(health) {
+  const on = health.serving;
   const off = Object.entries(health.unavailable);
-  $("#health").replaceChildren(el("span", { text: `Spaces on: ${on.join(", ") || "none"}.` }),
+  const untried = health.pending.length
+    ? ` Not tried yet: ${health.pending.join(", ")} (no corpus uses them; they load when a corpus asks for them).`
+    : "";
+  $("#health").replaceChildren(el("span", { text: `Spaces on: ${on.join(", ") || "none"}.${untried}` }),
     off.length ? el("ul", { class: "off-list" }, off.map(([name, why]) => offLine(name, why))) : null);
 }
 

@@ -88,6 +88,24 @@ def test_the_banner_says_in_one_short_line_what_is_off_and_what_to_do(desktop):
     no_console_errors(console)
 
 
+def test_the_banner_claims_only_the_spaces_that_can_serve(desktop, server):
+    """A machine where CLIP cannot load and no corpus uses it: the banner does not say clip is on."""
+    page, console = desktop
+    health = {"serving": ["text", "bm25", "document"], "pending": ["colpali"], "spaces": {},
+              "off": {"clip": "open_clip:ViT-B-32: MaxRetryError"}, "unavailable": {"clip": HUB_ERROR}}
+    page.evaluate("async (h) => (await import('/static/app.js')).renderHealth(h)", health)
+    banner = page.locator("#health")
+    expect(banner).to_contain_text("Spaces on: text, bm25, document. Not tried yet: colpali")
+    assert "clip" not in banner.locator("span").first.inner_text()
+    expect(banner.locator(".off-list > li")).to_have_count(1)
+    expect(banner.locator(".off-list > li")).to_contain_text("clip is off: its model is not on this machine")
+    real = httpx.get(server.url + "/health").json()  # back to the server's own banner for the other tests
+    assert real["serving"] == ["text", "bm25", "document"] and real["pending"] == []
+    page.evaluate("async (h) => (await import('/static/app.js')).renderHealth(h)", real)
+    expect(banner).to_contain_text("Spaces on: text, bm25, document.")
+    no_console_errors(console)
+
+
 def test_empty_state_then_create_corpus(desktop):
     page, console = desktop
     expect(page.locator("#corpora-list")).to_contain_text("No corpus yet")
