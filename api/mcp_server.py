@@ -34,7 +34,7 @@ from api.routes.search import decode_base64, search_request
 from api.schemas import AnswerIn, SearchIn
 from mmrag import __version__
 from mmrag.errors import MMRAGError, Unavailable
-from mmrag.generate.answer import event_payloads, final_answer
+from mmrag.generate.answer_service import event_payloads, final_answer
 from mmrag.pipeline import Pipeline
 
 PAGE_URI = "mmrag://corpora/{corpus}/pages/{page_id}"

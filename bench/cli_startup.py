@@ -55,7 +55,7 @@ def mmrag(env: dict[str, str], *args: str) -> float:
 
 def bare(env: dict[str, str], port: int) -> float:
     """Wall seconds of a fresh interpreter that imports httpx and posts the CLI's search (must succeed)."""
-    from mmrag.client import search_body
+    from mmrag.rest_client import search_body
     from mmrag.types import SearchRequest
 
     body = json.dumps(search_body(SearchRequest(query=QUERY)))  # the body the CLI sends

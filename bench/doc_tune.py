@@ -30,7 +30,7 @@ from bench._suite_data import open_search_pipeline
 from mmrag.config import RetrieveConfig, merge_settings
 from mmrag.evaluate.metrics import query_metrics
 from mmrag.evaluate.suite import Query, Suite, load_suite
-from mmrag.retrieve import documents
+from mmrag.retrieve import document_prior
 from mmrag.types import SearchRequest
 
 FIT_PARTS = ("entity", "period", "form", "latest")
@@ -89,7 +89,8 @@ def main() -> None:
     args = ap.parse_args()
     arms = [parse_arm(a) for a in args.arm] or [("default", {}, {})]
     settings, pipeline = open_search_pipeline(args.data_dir)
-    weights, weak, floor, conjunctive = dict(documents.WEIGHTS), documents.WEAK, documents.FLOOR, documents.CONJUNCTIVE
+    prior = document_prior
+    weights, weak, floor, conjunctive = dict(prior.WEIGHTS), prior.WEAK, prior.FLOOR, prior.CONJUNCTIVE
     try:
         suite = load_suite(args.suite, variant=args.variant)
         questions = split_questions(suite, args.split)
@@ -100,15 +101,15 @@ def main() -> None:
         results: dict[str, list[dict[str, float]]] = {}
         for name, config, fit in arms:
             pipeline.retriever.config = merge_settings(settings, {"retrieve": config}).retrieve
-            documents.WEIGHTS.update({k: v for k, v in fit.items() if k in FIT_PARTS})
-            documents.WEAK = fit.get("weak", weak)
-            documents.FLOOR = fit.get("floor", floor)
-            documents.CONJUNCTIVE = bool(fit.get("conjunctive", conjunctive))
-            pipeline.retriever.documents = documents.DocumentsCache(pipeline.catalog)
+            document_prior.WEIGHTS.update({k: v for k, v in fit.items() if k in FIT_PARTS})
+            document_prior.WEAK = fit.get("weak", weak)
+            document_prior.FLOOR = fit.get("floor", floor)
+            document_prior.CONJUNCTIVE = bool(fit.get("conjunctive", conjunctive))
+            pipeline.retriever.documents = document_prior.DocumentsCache(pipeline.catalog)
             results[name] = question_rows(pipeline, suite, questions, template)
-            documents.WEIGHTS.clear()
-            documents.WEIGHTS.update(weights)
-            documents.WEAK, documents.FLOOR, documents.CONJUNCTIVE = weak, floor, conjunctive
+            document_prior.WEIGHTS.clear()
+            document_prior.WEIGHTS.update(weights)
+            document_prior.WEAK, document_prior.FLOOR, document_prior.CONJUNCTIVE = weak, floor, conjunctive
             means = {k: round(float(np.mean(got)), 4) for k in ("first", "doc_ndcg5", "page_ndcg5")
                      if (got := [r[k] for r in results[name] if k in r])}
             print(json.dumps({"arm": name, **config, **{f"fit.{k}": v for k, v in fit.items()}, **means}), flush=True)

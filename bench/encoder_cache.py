@@ -35,7 +35,7 @@ import torch
 
 from bench._pages import render_pages
 from bench._stats import interval, machine_line, paired_ratios, result_line, verdict
-from mmrag.generate.answer import AnswerService, TokenDelta
+from mmrag.generate.answer_service import AnswerService, TokenDelta
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult

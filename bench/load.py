@@ -24,8 +24,8 @@ import numpy as np
 from bench._http import ROOT, free_port, start_server, stop_server
 from bench._load_docs import small_pdf
 from bench._stats import interval, result_line
-from mmrag.client import Client
 from mmrag.keys import KeyStore
+from mmrag.rest_client import Client
 
 SERVER_ENV = {"MMRAG_EMBED__CLIP_MODEL": "", "MMRAG_EMBED__COLPALI_MODEL": "", "MMRAG_VLM__BACKEND": "none",
               "MMRAG_API__AUTH": "required"}

@@ -57,7 +57,7 @@ def _root(
     if data_dir is not None:
         os.environ["MMRAG_DATA_DIR"] = str(data_dir)
     if api_key:
-        os.environ["MMRAG_API_KEY"] = api_key  # read by mmrag.client.Client
+        os.environ["MMRAG_API_KEY"] = api_key  # read by mmrag.rest_client.Client
 
 
 def main() -> None:

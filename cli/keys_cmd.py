@@ -17,9 +17,9 @@ from rich.table import Table
 
 from cli.remote import running_server
 from mmrag import errors
-from mmrag.client import Client
 from mmrag.config import load_settings
 from mmrag.keys import KeyStore, Scope
+from mmrag.rest_client import Client
 
 keys_app = typer.Typer(help="API keys: admin (everything), write or read on one corpus.", no_args_is_help=True)
 console = Console(stderr=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli.remote import Backend, LocalBackend, RemoteBackend, open_backend
-from mmrag.client import Client
+from mmrag.rest_client import Client
 
 if TYPE_CHECKING:  # the API's modules load when the command runs, not with every command of the CLI
     from api.mcp_server import LibraryOf
@@ -45,7 +45,7 @@ class RestLibrary:
         return self.client.page_image(corpus, page_id)
 
     def answer(self, corpus: str, body: AnswerIn) -> dict[str, Any]:
-        from mmrag.generate.answer import final_answer
+        from mmrag.generate.answer_service import final_answer
 
         return final_answer(self.client.answer_events(corpus, body.model_dump(exclude_none=True)))
 

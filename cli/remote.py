@@ -1,4 +1,4 @@
-"""Where CLI commands run: over REST (:class:`mmrag.client.Client`) against the running server that
+"""Where CLI commands run: over REST (:class:`mmrag.rest_client.Client`) against the running server that
 owns the data folder, or in-process (the pipeline, its embedded job runner) when none does.
 
 Both backends return the same plain data (the REST shapes), so commands print one way. The REST
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from mmrag import errors
-from mmrag.client import Client
 from mmrag.config import load_settings
+from mmrag.rest_client import Client
 from mmrag.types import SearchRequest
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class LocalBackend:
                  "created_at": r.created_at} for r in self.pipeline.corpora.listed()]
 
     def answer_events(self, corpus: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-        from mmrag.generate.answer import event_payloads
+        from mmrag.generate.answer_service import event_payloads
 
         service = self.pipeline.answers.enable()
         yield from event_payloads(service.answer_stream(corpus, body["question"], body["top_k"],

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mmrag.answers import Answers
 from mmrag.catalog import Catalog
 from mmrag.config import Settings
 from mmrag.corpora import Corpora
@@ -26,6 +25,7 @@ from mmrag.errors import Conflict
 from mmrag.hub import go_offline_if_unreachable
 from mmrag.jobs.blocking import BlockingIngest
 from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
+from mmrag.lazy_answers import Answers
 
 if TYPE_CHECKING:
     from mmrag.evaluate.service import EvaluationService
@@ -175,7 +175,7 @@ def _lazy_model(space: str, spec: str, settings: Settings, unavailable: dict[str
 
     def load() -> Embedder:
         if url:
-            from mmrag.embed.client import RemoteEmbedder
+            from mmrag.embed.service_client import RemoteEmbedder
 
             return RemoteEmbedder(url, spec, timeout_s=settings.embed.timeout_s)
         go_offline_if_unreachable()

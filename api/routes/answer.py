@@ -15,7 +15,7 @@ from api.observability import Metrics
 from api.schemas import AnswerIn, AnswerOut
 from api.sse import SSE_HEADERS, sse_event
 from mmrag.errors import Unavailable
-from mmrag.generate.answer import AnswerDone, AnswerEvent, event_payload, event_payloads, final_answer
+from mmrag.generate.answer_service import AnswerDone, AnswerEvent, event_payload, event_payloads, final_answer
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["answer"])
 

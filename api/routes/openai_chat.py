@@ -1,5 +1,5 @@
 """OpenAI's ``/v1/chat/completions`` and ``/v1/models``: a corpus is a model. A thin translation onto the
-answer service (:mod:`mmrag.generate.answer`, the same path as ``POST /corpora/{corpus}/answer``): the
+answer service (:mod:`mmrag.generate.answer_service`, the same path as ``POST /corpora/{corpus}/answer``): the
 messages become a question and a :class:`~mmrag.generate.conversation.Conversation`, the answer's events
 become a ``chat.completion`` or ``chat.completion.chunk`` events. Errors have OpenAI's shape (api.errors)."""
 
@@ -43,7 +43,7 @@ from api.routes.documents import page_urls
 from api.routes.search import image_turns
 from api.sse import SSE_DONE, SSE_HEADERS, sse_data
 from mmrag.errors import InvalidInput, NotFound, TooLarge, Unavailable, error_for_code
-from mmrag.generate.answer import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payloads, final_answer
+from mmrag.generate.answer_service import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payloads, final_answer
 from mmrag.generate.conversation import Conversation, Turn
 from mmrag.pipeline import Pipeline
 from mmrag.types import SPACES

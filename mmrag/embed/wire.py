@@ -1,7 +1,7 @@
 """Compact binary form of embedding results (content type ``application/x-mmrag-vectors``).
 
 Used by the embedding service for multi-vectors (and for dense vectors when asked), and
-decoded by :class:`mmrag.embed.client.RemoteEmbedder`. All integers little-endian::
+decoded by :class:`mmrag.embed.service_client.RemoteEmbedder`. All integers little-endian::
 
     header   12 bytes  magic b"MMRV" | version u8 (=1) | dtype u8 (1=float16, 2=float32)
                        | flags u8 (bit 0: multi-vector) | reserved u8 (=0) | count u32

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmrag.evaluate.answers import answer_metrics
+from mmrag.evaluate.answer_metrics import answer_metrics
 from mmrag.evaluate.metrics import mean_metrics, query_metrics
 from mmrag.evaluate.report import Report, write_jsonl, write_report
 from mmrag.evaluate.stats import stage_latency_stats

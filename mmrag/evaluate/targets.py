@@ -162,11 +162,11 @@ class InProcessTarget:
 
 
 class RestTarget:
-    """Runs against a running mmrag API over HTTP, through the one REST client (:mod:`mmrag.client`)."""
+    """Runs against a running mmrag API over HTTP, through the one REST client (:mod:`mmrag.rest_client`)."""
 
     def __init__(self, base_url: str, *, api_key: str | None = None, timeout_s: float = 300.0,
                  upload_batch: int = 8) -> None:
-        from mmrag.client import Client
+        from mmrag.rest_client import Client
 
         self.client = Client(base_url, api_key, timeout_s=timeout_s)
         self.description = f"api {base_url}"
@@ -208,6 +208,6 @@ class RestTarget:
         return SearchOutcome(hits, {k: float(v) for k, v in data["timings"].items()})
 
     def answer(self, corpus: str, question: str, top_k: int) -> AnswerOutcome:
-        from mmrag.generate.answer import final_answer
+        from mmrag.generate.answer_service import final_answer
 
         return _answer_outcome(final_answer(self.client.answer_events(corpus, {"question": question, "top_k": top_k})))

@@ -1,14 +1,14 @@
 """The VLM engine: visual-token accounting, encoder cache, token-aware admission, backends, answers.
 
 Build with :func:`build_engine` (None when ``backend == "none"``) and wrap in
-:class:`~mmrag.generate.answer.AnswerService`. Imports of torch/transformers happen only when a
+:class:`~mmrag.generate.answer_service.AnswerService`. Imports of torch/transformers happen only when a
 transformers backend is built.
 """
 
 from __future__ import annotations
 
 from mmrag.generate.admission import AdmissionController
-from mmrag.generate.answer import (
+from mmrag.generate.answer_service import (
     AnswerDone,
     AnswerError,
     AnswerEvent,

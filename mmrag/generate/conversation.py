@@ -1,7 +1,7 @@
 """A question asked inside a conversation: the earlier turns, the retrieval query built from them, the
 conversation the generator reads, stop sequences and the usage an answer reports.
 
-Pure functions and plain data: the answer service (:mod:`mmrag.generate.answer`) uses them; the shells
+Pure functions and plain data: the answer service (:mod:`mmrag.generate.answer_service`) uses them; the shells
 only translate their wire formats (OpenAI chat messages, MCP tool arguments) into a :class:`Conversation`.
 """
 

@@ -11,7 +11,7 @@
 - **Tickers** from a cover's "Trading Symbol(s)" column or an ``(NYSE: MMM)`` after the name.
 
 Which names are boilerplate rather than identity (the exchange every filing lists) is a corpus-level
-question: :mod:`mmrag.retrieve.documents` drops names seen in most documents that are rarely a main one.
+question: :mod:`mmrag.retrieve.document_prior` drops names seen in most documents that are rarely a main one.
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.config import IngestConfig
-from mmrag.errors import MMRAGError, NotFound
-from mmrag.ingest.sniff import Kind
+from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge
+from mmrag.ingest.sniff import ACCEPTED, Kind
+from mmrag.ingest.source import inspect_upload
 from mmrag.jobs.runner import JobRunner
-from mmrag.jobs.writer import Upload, check_upload
+from mmrag.jobs.writer import Upload
 
 UploadCheck = Callable[[bytes, str], Kind]
 """Called as ``check(data, filename)`` before a job starts: the file's kind (decided here once and carried
@@ -47,13 +48,25 @@ class Submitted:
     refused: list[Refusal]  # in the files' order
 
 
+def check_uploaded_file(data: bytes, name: str, max_bytes: int, config: IngestConfig | None = None) -> Kind:
+    """The checks that need no parsing (made before a job starts): not empty, under the size limit,
+    a supported type, container limits (:func:`mmrag.ingest.source.inspect_upload`); returns the kind
+    (give it to the :class:`Upload`, so the plan stage does not sniff and check again). Corrupt or
+    encrypted files are found while parsing and reported in the job."""
+    if not data:
+        raise InvalidInput(f"{name} is empty (0 bytes); upload a document ({ACCEPTED})")
+    if len(data) > max_bytes:
+        raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {max_bytes:,} (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
+    return inspect_upload(data, name, config or IngestConfig(max_upload_bytes=max_bytes))
+
+
 def upload_check(config: IngestConfig, *, isolation_up_front: bool = False) -> UploadCheck:
-    """The synchronous checks (:func:`~mmrag.jobs.writer.check_upload`; ZIP parts are parsed, so run them
+    """The synchronous checks (:func:`check_uploaded_file`; ZIP parts are parsed, so run them
     off an event loop). With ``isolation_up_front`` (the API when it converts in-process: no broker), a kind
     that needs a converter isolation this host cannot give is refused now (Unavailable) instead of in the job."""
 
     def check(data: bytes, name: str) -> Kind:
-        kind = check_upload(data, name, config.max_upload_bytes, config)
+        kind = check_uploaded_file(data, name, config.max_upload_bytes, config)
         if isolation_up_front:
             from mmrag.ingest.convert import CONVERTER
             from mmrag.ingest.convert.sandbox import require_isolation

@@ -2,7 +2,7 @@
 
 In-process callers (:func:`wait_job`: tests, benchmarks, the evaluation) and the upload route's
 ``?wait=true`` (:func:`wait_job_async`, off the event loop) read the job store; the REST client
-(:meth:`mmrag.client.Client.wait_job`) reads ``GET /jobs/{id}`` and keeps its own two-line loop
+(:meth:`mmrag.rest_client.Client.wait_job`) reads ``GET /jobs/{id}`` and keeps its own two-line loop
 over the same watch (it cannot read the store of another process).
 """
 

@@ -26,12 +26,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mmrag.catalog import Catalog
-from mmrag.config import IngestConfig
-from mmrag.errors import InvalidInput, NotFound, TooLarge
+from mmrag.errors import NotFound
 from mmrag.ingest.ids import document_id
 from mmrag.ingest.mail import email_attachments
-from mmrag.ingest.sniff import ACCEPTED, Kind, sniff_kind
-from mmrag.ingest.source import inspect_upload
+from mmrag.ingest.sniff import sniff_kind
 from mmrag.jobs import bm25_stats
 from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
 from mmrag.jobs.spool import Spool
@@ -49,19 +47,7 @@ class Upload:
     filename: str
     data: bytes
     metadata: dict[str, Any]
-    kind: str | None = None  # the kind check_upload returned (the plan stage trusts it); None: plan checks
-
-
-def check_upload(data: bytes, name: str, max_bytes: int, config: IngestConfig | None = None) -> Kind:
-    """The checks that need no parsing (made before a job starts): not empty, under the size limit,
-    a supported type, container limits (:func:`mmrag.ingest.source.inspect_upload`); returns the kind
-    (give it to the :class:`Upload`, so the plan stage does not sniff and check again). Corrupt or
-    encrypted files are found while parsing and reported in the job."""
-    if not data:
-        raise InvalidInput(f"{name} is empty (0 bytes); upload a document ({ACCEPTED})")
-    if len(data) > max_bytes:
-        raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {max_bytes:,} (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
-    return inspect_upload(data, name, config or IngestConfig(max_upload_bytes=max_bytes))
+    kind: str | None = None  # the kind check_uploaded_file returned (the plan stage trusts it); None: plan checks
 
 
 def with_attachments(uploads: list[Upload]) -> list[Upload]:

@@ -20,7 +20,7 @@ from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
 from mmrag.errors import Conflict, InvalidInput
 from mmrag.imaging import decode_query_image
 from mmrag.retrieve.candidates import CandidateDepth, gather_candidates
-from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache
+from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
@@ -128,7 +128,7 @@ class Retriever:
     def options(self, request: SearchRequest, fit: Mapping[str, float] | None = None,
                 sub_queries: tuple[str, ...] = ()) -> PlanOptions:
         """Plan options of ``request``; ``fit``: each document's fit to what the query names (the document
-        stage's prior, :meth:`mmrag.retrieve.documents.CorpusDocuments.match`); ``sub_queries``: the
+        stage's prior, :meth:`mmrag.retrieve.document_prior.CorpusDocuments.match`); ``sub_queries``: the
         query's sentences scored on their own (:meth:`sub_queries`)."""
         c = self.config
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pymupdf
 
-from mmrag.client import Client
+from mmrag.rest_client import Client
 from tests.api.conftest import Server
 from tests.fixtures.fake_embedders import BACKENDS_ENV
 from tests.generate.tiny_vlm import save_tiny_qwen25vl

@@ -14,7 +14,7 @@ import httpx
 import pymupdf
 import pytest
 
-from mmrag.client import Client
+from mmrag.rest_client import Client
 from tests.api.conftest import Server
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from api.sse import sse_event
-from mmrag.client import sse_events
+from mmrag.rest_client import sse_events
 
 
 def test_sse_event_is_one_json_line_that_the_client_reads_back() -> None:

@@ -50,7 +50,7 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
     assert [r["document"] for r in results] == ["zebra.pdf", "zebra.pdf"] and results[0]["image_url"]
     assert "POST /corpora/c/search" in (tmp_path / "server.log").read_text()  # it went over REST
     modules = imported_modules(out.stderr)
-    assert "mmrag.client" in modules and "httpx" in modules
+    assert "mmrag.rest_client" in modules and "httpx" in modules
     heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert heavy == [], f"the REST path of the CLI imported {heavy}"
 

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from mmrag import errors
-from mmrag.client import raise_for
 from mmrag.errors import error_for_code
+from mmrag.rest_client import raise_for
 
 
 def all_error_classes() -> list[type[errors.MMRAGError]]:

@@ -17,7 +17,7 @@ from PIL import Image
 from api.embed_server import InputLimits, create_embed_app
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, register_embedder
 from mmrag.embed.batching import BatchingConfig
-from mmrag.embed.client import RemoteEmbedder, png_bytes
+from mmrag.embed.service_client import RemoteEmbedder, png_bytes
 from mmrag.embed.wire import CONTENT_TYPE, decode_vectors
 from mmrag.errors import Unavailable
 from mmrag.types import Modality

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mmrag.errors import InvalidInput
-from mmrag.generate.answer import AnswerDone, AnswerService, TokenDelta
+from mmrag.generate.answer_service import AnswerDone, AnswerService, TokenDelta
 from mmrag.generate.base import GenerationRequest, RequestTimings
 from mmrag.generate.conversation import Conversation, StopScanner, Turn, cut_at_stop, retrieval_query
 from mmrag.generate.engine import VLMEngine

@@ -15,7 +15,7 @@ from mmrag.jobs.model import Manifest, Planned, Work
 from mmrag.jobs.pages import PIXEL_SPACES
 from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
-from mmrag.jobs.writer import check_upload
+from mmrag.jobs.uploads import check_uploaded_file
 from mmrag.types import Document
 
 PARSER = ParsePool(idle=1)  # one warm parse worker for the session's tests (it ends with the test process)
@@ -26,7 +26,7 @@ def parse_document(data: bytes, filename: str, config: IngestConfig,
     """Check, plan and parse one upload, every page rendered (as for a corpus with a pixel space);
     bad files raise the InvalidInput subclass a job would report."""
     name = filename or "upload"
-    kind = check_upload(data, name, config.max_upload_bytes, config)
+    kind = check_uploaded_file(data, name, config.max_upload_bytes, config)
     with tempfile.TemporaryDirectory() as tmp:
         spool = Spool(Path(tmp))
         ctx = stages.StageContext(config, spool, batch_pages=config.max_pages, parser=PARSER)  # one batch: all

@@ -1,4 +1,4 @@
-"""A file's kind is decided once: by the upload checks (``check_upload``), carried in the spooled
+"""A file's kind is decided once: by the upload checks (``check_uploaded_file``), carried in the spooled
 manifest and source, and read, not sniffed again, by the plan and parse stages."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import pytest
 
 from mmrag.ingest import sniff, source
 from mmrag.jobs import writer
-from mmrag.jobs.writer import Upload, check_upload
+from mmrag.jobs.uploads import check_uploaded_file
+from mmrag.jobs.writer import Upload
 from tests.jobs.helpers import text_pdf, wait_until
 
 
@@ -28,7 +29,7 @@ def sniffs(monkeypatch):
 def test_an_upload_is_sniffed_once_from_upload_to_index(fake_pipeline, sniffs):
     p = fake_pipeline
     data = text_pdf("kind once", 5)
-    kind = check_upload(data, "five.pdf", p.settings.ingest.max_upload_bytes, p.settings.ingest)
+    kind = check_uploaded_file(data, "five.pdf", p.settings.ingest.max_upload_bytes, p.settings.ingest)
     assert kind.name == "pdf" and sniffs == ["five.pdf"]
     job_id = p.runner.submit("c", [Upload("five.pdf", data, {}, kind.name)])
     job = wait_until(lambda: (j := p.jobs.status(job_id)).finished and j)

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from cli import app
 from cli.search_cmd import parse_pages, parse_weights
-from mmrag.client import search_body as rest_body
 from mmrag.errors import InvalidInput
+from mmrag.rest_client import search_body as rest_body
 from mmrag.types import SearchRequest
 from tests.retrieve.test_search_api import pdf_bytes, png
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mmrag.errors import InvalidInput, MMRAGError, Overloaded
-from mmrag.generate.answer import (
+from mmrag.generate.answer_service import (
     AnswerDone,
     AnswerError,
     AnswerService,

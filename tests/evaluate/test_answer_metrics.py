@@ -8,7 +8,7 @@ import string
 import anls as anls_package  # declared dev dependency (PyPI anls): the DocVQA reference
 import pytest
 
-from mmrag.evaluate.answers import anls, answer_metrics, exact_match, levenshtein, squad_normalise, token_f1
+from mmrag.evaluate.answer_metrics import anls, answer_metrics, exact_match, levenshtein, squad_normalise, token_f1
 
 
 def _noisy(rng: random.Random, text: str) -> str:

@@ -1,7 +1,7 @@
 """The answer service of a process, built once, with its extractive fallback.
 
 Lifecycle: :func:`mmrag.pipeline.build_pipeline` builds one :class:`Answers`; nothing loads then.
-``enable()`` builds the :class:`~mmrag.generate.answer.AnswerService` on first call (loading the VLM:
+``enable()`` builds the :class:`~mmrag.generate.answer_service.AnswerService` on first call (loading the VLM:
 the API does so at start-up, the CLI when it answers) and returns the same service afterwards. When
 the configured VLM cannot be loaded the service still answers, extractively, and
 ``unavailable['vlm']`` says why. ``close`` stops the VLM engine, if one was built.
@@ -19,7 +19,7 @@ from mmrag.hub import go_offline_if_unreachable
 from mmrag.vlm_config import VLMConfig
 
 if TYPE_CHECKING:
-    from mmrag.generate.answer import AnswerService, LoadPageImage, SearchFn
+    from mmrag.generate.answer_service import AnswerService, LoadPageImage, SearchFn
     from mmrag.generate.engine import VLMEngine
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Answers:
             return self.service
 
     def _build(self) -> AnswerService:
-        from mmrag.generate.answer import AnswerService
+        from mmrag.generate.answer_service import AnswerService
 
         vlm = self.vlm
         if vlm.backend == "transformers":
@@ -73,7 +73,7 @@ class Answers:
 
     def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
         """One answer as plain data (the evaluation's ``Answerer``): the answer service's ``done`` event."""
-        from mmrag.generate.answer import event_payloads, final_answer
+        from mmrag.generate.answer_service import event_payloads, final_answer
 
         return final_answer(event_payloads(self.enable().answer_stream(corpus, question, top_k)))
 

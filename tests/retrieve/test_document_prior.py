@@ -7,7 +7,7 @@ from __future__ import annotations
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
 from mmrag.doc_facts import DocumentFacts, StoredFacts
-from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache, entity_core, wants_recency
+from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache, entity_core, wants_recency
 from mmrag.types import Document
 
 

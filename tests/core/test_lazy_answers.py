@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from mmrag.answers import Answers
+from mmrag.lazy_answers import Answers
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 from mmrag.vlm_config import VLMConfig
 
