@@ -201,8 +201,7 @@ class HealthOut(BaseModel):
     version: str
     spaces: dict[str, Any] = Field(..., description="Spaces whose model has not failed: the model and its state")
     serving: list[str] = Field(..., description="Spaces that can serve: model loaded, or loading for the corpora")
-    pending: list[str] = Field(..., description="Spaces whose model no corpus uses and that has not been tried yet: "
-                                                "it loads when a corpus asks for it")
+    pending: list[str] = Field(..., description="Spaces whose model no corpus uses and nobody has tried yet")
     off: dict[str, str] = Field(..., description="Each space or model that cannot be used: a one-line reason")
     unavailable: dict[str, str] = Field(..., description="The same, with the full reason")
     store: str
