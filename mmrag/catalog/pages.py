@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmrag.catalog.corpora import CorpusTable
-from mmrag.catalog.page_images import PageImageStore, RenderSpec
+from mmrag.catalog.page_images import PageImageStore
 from mmrag.catalog.text_codec import unpack_text, unpack_variant
 from mmrag.catalog.word_boxes import unpack_words
 from mmrag.errors import NotFound
+from mmrag.page_render import RenderSpec
 from mmrag.sqlite_db import SqliteDB
 from mmrag.types import Page, PageInfo, TextSource, Word, section_line
 
