@@ -13,7 +13,7 @@ from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
 from mmrag.types import SearchRequest, SearchResult
 from mmrag.vlm_config import VLMConfig
-from tests.generate.test_answer import fake_search, load_page
+from tests.generate.test_answer_service import fake_search, load_page
 
 EARLIER = [Turn("user", "What was the revenue of Acme in 2020?"), Turn("assistant", "42 million [1]."),
            Turn("user", "   ")]
