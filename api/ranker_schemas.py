@@ -18,8 +18,8 @@ class JudgedQuestionIn(BaseModel):
     id: str = Field(..., min_length=1, max_length=200, description="Your id of the question")
     query: str = Field(..., min_length=1, max_length=2000, description="The question, as a user would search it")
     judgments: dict[PageKey, Annotated[int, Field(ge=0, le=3)]] = Field(
-        ..., min_length=1, max_length=100, description="Pages that answer it, with a grade 1..3 (0: judged "
-                                                       "not relevant)")
+        ..., min_length=1, max_length=100, json_schema_extra={"additionalProperties": False},  # keys: the pattern
+        description="Pages that answer it, with a grade 1..3 (0: judged not relevant)")
     group: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$",
                               description="Its fold (e.g. the company it asks about); default: the file name of "
                                           "its best-judged page. The ranker is scored on each group by a model "

@@ -21,8 +21,9 @@ def train_ranker(corpus: str, body: RankerTrainIn, pipeline: PipelineDep, _: Wri
     """Train the corpus's own ranker from your judged questions (in the background; one training per
     corpus at a time, 409 while one runs). Each group of questions is scored by a ranker trained on the
     other groups; the model trained on all of them serves the corpus only when it beats the default
-    beyond the paired 95 % interval there (or with ``force``). 400 when a judgment names no page of the
-    corpus or the questions form fewer than two groups; 413 past MMRAG_API__MAX_JSON_BYTES."""
+    beyond the paired 95 % interval there (or with ``force``). 409 when a judgment names no page of the
+    corpus (or a training of it runs), 400 when the questions form fewer than two groups or grade no page
+    above 0; 413 past MMRAG_API__MAX_JSON_BYTES."""
     questions = [JudgedQuestion(q.id, q.query, dict(q.judgments), q.group) for q in body.questions]
     return TrainingJobOut.model_validate(asdict(pipeline.rankers.start(corpus, questions, body.force)))
 

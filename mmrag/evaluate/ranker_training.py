@@ -118,8 +118,8 @@ def train_corpus_ranker(retriever: Retriever, corpus: str, questions: Sequence[J
 
 
 def check_judgments(catalog: Catalog, corpus: str, questions: Sequence[JudgedQuestion]) -> None:
-    """Every judged ``file#page`` names a document of ``corpus`` and one of its pages (InvalidInput naming
-    the first five that do not)."""
+    """Every judged ``file#page`` names a document of ``corpus`` and one of its pages (Conflict, with the
+    corpus as it is, naming the first five that do not)."""
     pages: dict[str, int] = {}
     offset = 0
     while batch := catalog.list_documents(corpus, offset=offset, limit=1000):
@@ -134,7 +134,7 @@ def check_judgments(catalog: Catalog, corpus: str, questions: Sequence[JudgedQue
             if name not in pages or not page.isdigit() or not 1 <= int(page) <= pages[name]:
                 bad.append(f"{q.id}: {key}")
     if bad:
-        raise InvalidInput(f"{len(bad)} judgment(s) name no page of corpus {corpus!r} (a judgment is "
+        raise Conflict(f"{len(bad)} judgment(s) name no page of corpus {corpus!r} (a judgment is "
                            f"'file name#page', the file's name as uploaded, pages from 1): {'; '.join(bad[:5])}")
     if not any(g > 0 for q in questions for g in q.judged.values()):
         raise InvalidInput("no judgment has a grade above 0: say which pages answer each question")

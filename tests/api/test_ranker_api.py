@@ -69,11 +69,14 @@ def test_judgments_that_name_no_page_or_one_group_are_refused(client: TestClient
 
     one = {"id": "q", "query": "revenue", "judgments": {"acme.pdf#2": 1}, "group": "acme"}
     status, message = train([one, {**one, "id": "r", "judgments": {"other.pdf#1": 1}, "group": "other"}])
-    assert status == 400 and "r: other.pdf#1" in message and "pages from 1" in message
+    assert status == 409 and "r: other.pdf#1" in message and "pages from 1" in message
     status, message = train([one, {**one, "id": "r", "judgments": {"acme.pdf#99": 1}, "group": "other"}])
-    assert status == 400 and "acme.pdf#99" in message
+    assert status == 409 and "acme.pdf#99" in message
     status, message = train([one, {**one, "id": "r"}])
     assert status == 400 and "1 fold(s) (acme)" in message
+    unjudged = {**one, "judgments": {"acme.pdf#1": 0}}
+    status, message = train([unjudged, {**unjudged, "id": "r", "group": "b"}])
+    assert status == 400 and "grade above 0" in message
     status, message = train([one, {**one, "id": "r", "judgments": {"acme.pdf#0": 1}}])
     assert status == 422 and "judgments" in message  # the schema: pages from 1
     status, message = train([{**one, "judgments": {"../x#1": 1}}, one])

@@ -296,12 +296,12 @@ def test_the_corpus_trains_its_own_ranker_from_a_file_and_goes_back(desktop):
         {"name": "bad.jsonl", "mimeType": "application/json", "buffer": b'{"id": "a"}\nnot json'})
     form.get_by_role("button", name="Train").click()
     expect(form.locator(".error")).to_contain_text("line 2 is not JSON")
-    console.expect(f"/corpora/{CORPUS}/ranker")  # the 400 response itself
+    console.expect(f"/corpora/{CORPUS}/ranker")  # the 409 response itself
     unknown = [{"id": "a", "query": "pages", "judgments": {"elsewhere.pdf#1": 1}, "group": "x"},
                {"id": "b", "query": "text", "judgments": {"ocr_test.pdf#1": 1}, "group": "y"}]
     page.get_by_label("Judgments file (JSON Lines)").set_input_files(_jsonl(unknown))
     form.get_by_role("button", name="Train").click()
-    expect(form.locator(".error")).to_contain_text("a: elsewhere.pdf#1")  # the server's message
+    expect(form.locator(".error")).to_contain_text("a: elsewhere.pdf#1")  # the server's message (409)
     questions = [{"id": f"m{p}", "query": f"page {p} of the multi page document",
                   "judgments": {f"multi_page.pdf#{p}": 2}, "group": "multi"} for p in (1, 2, 3)]
     questions += [{"id": f"o{i}", "query": q, "judgments": {"ocr_test.pdf#1": 2}, "group": "scans"}
