@@ -21,7 +21,7 @@ from api.errors import install_error_handlers
 from api.mcp_server import mount_mcp
 from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import Metrics, configure_logging
-from api.routes import answer, corpora, documents, evaluations, health, jobs, keys, openai_chat, search, web
+from api.routes import answer, corpora, documents, evaluations, health, jobs, keys, openai_chat, ranker, search, web
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
 from mmrag.jobs.runner import RunnerFactory
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app.include_router(jobs.router)
     app.include_router(answer.router)
     app.include_router(evaluations.router)
+    app.include_router(ranker.router)
     app.include_router(openai_chat.router)
     app.include_router(web.router)
     app.include_router(health.router)
