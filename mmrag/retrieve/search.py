@@ -29,7 +29,7 @@ from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
-from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
+from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore, check_field_name
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
 RANKER_FILE = "page_ranker.txt"  # a corpus's own ranker, in its folder (mmrag rank train --corpus)
@@ -86,6 +86,8 @@ class Retriever:
         if limit is not None and not request.top_k <= limit <= self.config.max_prefetch_limit:
             raise InvalidInput(f"prefetch_limit must be between top_k ({request.top_k}) and "
                                f"{self.config.max_prefetch_limit}, got {limit}")
+        for key in request.metadata:
+            check_field_name(key, "metadata filter key")
         if request.fusion not in (None, "rrf", "dbsf"):
             raise InvalidInput(f"fusion must be 'rrf' or 'dbsf', got {request.fusion!r}")
         if request.fusion == "dbsf" and any(w != 1.0 for w in (request.weights or {}).values()):

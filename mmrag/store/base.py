@@ -9,10 +9,13 @@ The same plan runs on the embedded engine and on a server.
 from __future__ import annotations
 
 import abc
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from mmrag.errors import InvalidInput
 
 SpaceKind = Literal["dense", "multivector", "sparse"]
 Quantization = Literal["none", "binary", "scalar"]
@@ -56,6 +59,17 @@ class PointRecord:
     id: str  # UUID string
     vectors: dict[str, VectorValue]
     payload: dict[str, Any]
+
+
+FIELD_NAME = re.compile(r"[\w-]+")  # one payload field as Qdrant's key paths take it (unquoted)
+FIELD_NAME_RULE = "letters, digits, '_' and '-'"
+
+
+def check_field_name(name: str, what: str = "filter field") -> None:
+    """A field name both engines take in a filter's key path; else InvalidInput naming the allowed characters
+    (the engines would refuse the path with an error of their own)."""
+    if not FIELD_NAME.fullmatch(name):
+        raise InvalidInput(f"{what} {name!r} cannot be filtered on: a field name holds only {FIELD_NAME_RULE}")
 
 
 @dataclass(slots=True)
