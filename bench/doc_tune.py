@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from bench._stats import interval, machine_line, mean_stat, result_line
+from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline
 from mmrag.config import RetrieveConfig, merge_settings
 from mmrag.evaluate.metrics import query_metrics
+from mmrag.evaluate.stats import interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.retrieve import documents
 from mmrag.types import SearchRequest

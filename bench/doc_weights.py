@@ -25,10 +25,11 @@ import re
 import statistics
 from typing import Any
 
-from bench._stats import Estimate, interval, machine_line, mean_stat, result_line
+from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.config import RetrieveConfig, Settings, merge_settings
 from mmrag.evaluate.scale import question_scores
+from mmrag.evaluate.stats import Estimate, interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.pipeline import Pipeline
 from mmrag.types import SearchRequest

@@ -23,8 +23,9 @@ import numpy as np
 
 from bench._http import ROOT, free_port, start_server, stop_server
 from bench._load_docs import small_pdf
-from bench._stats import interval, result_line
+from bench._stats import result_line
 from mmrag.client import Client
+from mmrag.evaluate.stats import interval
 from mmrag.keys import KeyStore
 
 SERVER_ENV = {"MMRAG_EMBED__CLIP_MODEL": "", "MMRAG_EMBED__COLPALI_MODEL": "", "MMRAG_VLM__BACKEND": "none",

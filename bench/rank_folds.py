@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._stats import Estimate, interval, machine_line, mean_stat, ratio_interval, result_line
+from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline
 from mmrag.evaluate.rank_data import (
     QuestionRows,
@@ -37,6 +37,7 @@ from mmrag.evaluate.rank_data import (
     score_questions,
     stack,
 )
+from mmrag.evaluate.stats import Estimate, interval, mean_stat, ratio_interval
 from mmrag.evaluate.suite import load_suite
 from mmrag.retrieve.ranker import ROUNDS, train_ranker
 from mmrag.types import SearchRequest

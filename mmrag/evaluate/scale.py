@@ -23,7 +23,7 @@ import numpy as np
 
 from mmrag.evaluate.metrics import parse_metric_key, query_metrics
 from mmrag.evaluate.runner import as_target, order_by_score
-from mmrag.evaluate.stats import Ratio, ratio_of_means
+from mmrag.evaluate.stats import Estimate, ratio_of_means
 from mmrag.evaluate.suite import Query, Suite
 from mmrag.evaluate.targets import EvalTarget, Hit, SearchPipeline
 from mmrag.types import DocumentInfo, SearchRequest
@@ -82,11 +82,11 @@ class ScaleResult:
     def mean(self, arm: str, size: str) -> float:
         return float(np.mean(self.scores[arm][size]))
 
-    def ratio(self, arm: str, size: str, *, samples: int = 10_000, seed: int = 0) -> Ratio:
+    def ratio(self, arm: str, size: str, *, samples: int = 10_000, seed: int = 0) -> Estimate:
         """``size`` over the base size for ``arm``, paired over questions."""
         return ratio_of_means(self.scores[arm][size], self.scores[arm][self.base], samples=samples, seed=seed)
 
-    def ratios(self) -> dict[tuple[str, str], Ratio]:
+    def ratios(self) -> dict[tuple[str, str], Estimate]:
         return {(arm, size): self.ratio(arm, size) for arm, by_size in self.scores.items()
                 for size in by_size if size != self.base}
 
