@@ -7,7 +7,9 @@ e.g. ``MMRAG_INGEST__DPI=200``) is built by the shells at start-up with
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -308,19 +310,22 @@ def load_settings(**overrides: object) -> Settings:
     return settings
 
 
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``base`` with ``override`` applied: mappings merge key by key, anything else replaces (the
+    one deep merge: settings overrides, suite variants)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def merge_settings(settings: Settings, overrides: dict[str, Any]) -> Settings:
     """A copy of ``settings`` with nested ``overrides`` applied (``{"embed": {"clip_model": None}}``
     changes that one field), validated again: the one settings merge (CLI flags, suite settings)."""
-    data = settings.model_dump()
-
-    def merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-        for key, value in extra.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                merge(base[key], value)
-            else:
-                base[key] = value
-
-    merge(data, overrides)
+    data = deep_merge(settings.model_dump(), overrides)
     return type(settings).model_validate(data)
 
 

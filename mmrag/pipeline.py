@@ -35,8 +35,8 @@ from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
 from mmrag.jobs.writer import JobWriter
 from mmrag.retrieve import Retriever
-from mmrag.spaces import Bm25Space, Space, TextDenseSpace
-from mmrag.spaces.document import DocumentSpace
+from mmrag.spaces import Space
+from mmrag.spaces.registry import build_spaces
 from mmrag.store import VectorStore, open_store
 from mmrag.types import SearchRequest, SearchResult
 
@@ -162,16 +162,6 @@ def build_embedders(settings: Settings) -> tuple[dict[str, Embedder], dict[str, 
         else:
             unavailable[space] = "disabled in configuration"
     return embedders, unavailable
-
-
-def build_spaces(embedders: dict[str, Embedder]) -> dict[str, Space]:
-    """The spaces the embedders allow; building them loads no model (lazy embedders load on first use)."""
-    from mmrag.spaces.visual import visual_spaces  # scipy, for ColPali token pooling
-
-    spaces: dict[str, Space] = {"text": TextDenseSpace(embedders["text"]), "bm25": Bm25Space(),
-                                "document": DocumentSpace(embedders["text"])}
-    spaces.update(visual_spaces(embedders))
-    return spaces
 
 
 def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None = None,
