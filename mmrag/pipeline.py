@@ -28,7 +28,6 @@ from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 
 if TYPE_CHECKING:
     from mmrag.evaluate.service import EvaluationService
-    from mmrag.evaluate.targets import IngestFiles
 from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
@@ -194,20 +193,20 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
                       settings.retrieve.max_query_chars)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, answers, unavailable, owner)
-    pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest.files, retriever, answers)
+    pipeline.evaluations = build_evaluations(pipeline)
     if run_jobs:
         job_runner.start()
     return pipeline
 
 
-def build_evaluations(settings: Settings, corpora: Corpora, ingest_files: IngestFiles, retriever: Retriever,
-                      answers: Answers) -> EvaluationService:
+def build_evaluations(pipeline: Pipeline) -> EvaluationService:
     """The evaluation jobs of the REST API, run in this process: its corpora, ingestion, search, answers."""
+    from mmrag.backends import LocalBackend
     from mmrag.evaluate.service import EvaluationService
-    from mmrag.evaluate.targets import InProcessTarget
 
-    target = InProcessTarget(corpora, ingest_files, retriever.search, answers)
-    return EvaluationService(target, settings.data_dir / "evaluations", settings.eval_suites_dir)
+    settings = pipeline.settings
+    return EvaluationService(LocalBackend(pipeline, pipeline.answers), settings.data_dir / "evaluations",
+                             settings.eval_suites_dir)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:
