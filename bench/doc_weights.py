@@ -1,6 +1,6 @@
 """Weight sweep of the document stage (issue 15): which settings, chosen on half the questions, hold on the other half?
 
-A grid over the document stage's settings (``RetrieveConfig``: document_weight, prior_strength,
+A grid over the document stage's settings (``RankingConfig``: document_weight, prior_strength,
 document_candidates; any field of it with ``--grid``) runs through the real
 ``Pipeline.search`` of an ingested sec-10q data folder: the pipeline is built once and each grid point
 replaces the retriever's config (``merge_settings`` of the point's ``retrieve`` overrides; no model is
@@ -69,7 +69,7 @@ def halves(suite: Suite) -> tuple[list[Query], list[Query]]:
 def scores_with(pipeline: Pipeline, settings: Settings, overrides: dict[str, Any], suite: Suite,
                 questions: list[Query], template: SearchRequest) -> list[float]:
     """Per-question nDCG@5 with the retriever's config replaced by ``settings`` + ``overrides``."""
-    pipeline.retriever.config = merge_settings(settings, {"retrieve": overrides}).retrieve
+    pipeline.retriever.config = merge_settings(settings, {"retrieve": {"ranking": overrides}}).retrieve
     return question_scores(pipeline, suite, questions, template)
 
 

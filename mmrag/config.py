@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mmrag.embed.service_config import EmbedServiceConfig
 from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
@@ -141,6 +142,44 @@ class EmbedConfig(BaseModel):
     (e.g. ``{"my": "mypkg.embed:load"}`` serves ``my:...`` specs); imported on first use."""
 
 
+class RankingConfig(BaseModel):
+    """How a search orders pages after its first stage (fusion): the document stage, the page's own prior
+    and the learned ranker, in one place (docs/retrieval.md)."""
+
+    document_stage: bool = True
+    """Combine each page's match with its document's (corpora with the ``document`` space: title,
+    entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
+    document_weight: float = Field(1.0, ge=0, le=100)
+    """Weight of the match of the query with each document's evidence text (``w``): a page's score is
+    ``page * (1 + w * document + s * fit)``, ``document`` in [0, 2] (DBSF of two spaces). 0 turns the
+    document stage off."""
+    prior_strength: float = Field(8.0, ge=0, le=100)
+    """Weight of each document's fit to what the query names (``s``): its organisation, period (a
+    comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
+    names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
+    document_candidates: int = Field(1000, ge=1, le=100_000)
+    """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
+    title_weight: float = Field(1.0, ge=0, le=100)
+    """Weight of a page's title region (its first words) holding the query's terms in the page's own prior
+    (:mod:`mmrag.retrieve.page_prior`; pages of documents of 40 pages or more): a candidate's score is
+    multiplied by ``1 + t * title + f * figures``."""
+    figure_weight: float = Field(4.0, ge=0, le=100)
+    """Weight of the share of a page's words that are numbers in the page's own prior (a statement, a table)."""
+    page_prior_depth: int = Field(30, ge=0, le=1000)
+    """How many of the best candidates the page's own prior reorders (0: off)."""
+    ranker: str = "shipped"
+    """How a text query's pages are ordered: ``shipped`` (the learned ranker trained from the shared judged
+    suites, :mod:`mmrag.retrieve.ranker`), a path to a model trained by ``mmrag rank train``, or ``off`` (the
+    first stage's order with the hand-set page prior above). A corpus with its own model (``mmrag rank
+    train --corpus``) uses that one. Not applied after a ColPali MaxSim rerank."""
+    rank_depth: int = Field(50, ge=1, le=1000)
+    """Best pages of the fused first stage that are the ranker's candidates."""
+    rank_documents: int = Field(2, ge=0, le=20)
+    """Best documents (by their best first-stage page) whose every page is also a candidate."""
+    rank_document_pages: int = Field(400, ge=1, le=5000)
+    """At most this many pages (the first) of each of those documents."""
+
+
 class RetrieveConfig(BaseModel):
     """Defaults and bounds of search."""
 
@@ -166,19 +205,6 @@ class RetrieveConfig(BaseModel):
     max_query_image_pixels: int = Field(16_000_000, ge=10_000, le=64_000_000)
     """Most pixels a query image is decoded to (JPEG decodes at 1/2, 1/4 or 1/8 scale to fit, other formats
     over it are refused): well below the ingest cap, since the image spaces see ~1 megapixel."""
-    document_stage: bool = True
-    """Combine each page's match with its document's (corpora with the ``document`` space: title,
-    entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
-    document_weight: float = Field(1.0, ge=0, le=100)
-    """Weight of the match of the query with each document's evidence text (``w``): a page's score is
-    ``page * (1 + w * document + s * fit)``, ``document`` in [0, 2] (DBSF of two spaces). 0 turns the
-    document stage off."""
-    prior_strength: float = Field(8.0, ge=0, le=100)
-    """Weight of each document's fit to what the query names (``s``): its organisation, period (a
-    comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
-    names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
-    document_candidates: int = Field(1000, ge=1, le=100_000)
-    """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
     sentence_queries: Literal["off", "named", "all"] = "off"
     """Long instructions kept from drowning a short question: a query of several sentences
     (:func:`mmrag.retrieve.sentences.query_sentences`) also runs sentences as their own sub-queries through
@@ -186,25 +212,9 @@ class RetrieveConfig(BaseModel):
     sentences that name an organisation, period, form or "the latest" of the corpus's documents (the
     document stage's reading; nothing without it); ``all``: every sentence; ``off``: the whole query only.
     One-sentence queries are unchanged."""
-    title_weight: float = Field(1.0, ge=0, le=100)
-    """Weight of a page's title region (its first words) holding the query's terms in the page's own prior
-    (:mod:`mmrag.retrieve.page_prior`; pages of documents of 40 pages or more): a candidate's score is
-    multiplied by ``1 + t * title + f * figures``."""
-    figure_weight: float = Field(4.0, ge=0, le=100)
-    """Weight of the share of a page's words that are numbers in the page's own prior (a statement, a table)."""
-    page_prior_depth: int = Field(30, ge=0, le=1000)
-    """How many of the best candidates the page's own prior reorders (0: off)."""
-    ranker: str = "shipped"
-    """How a text query's pages are ordered: ``shipped`` (the learned ranker trained from the shared judged
-    suites, :mod:`mmrag.retrieve.ranker`), a path to a model trained by ``mmrag rank train``, or ``off`` (the
-    first stage's order with the hand-set page prior above). A corpus with its own model (``mmrag rank
-    train --corpus``) uses that one. Not applied after a ColPali MaxSim rerank."""
-    rank_depth: int = Field(50, ge=1, le=1000)
-    """Best pages of the fused first stage that are the ranker's candidates."""
-    rank_documents: int = Field(2, ge=0, le=20)
-    """Best documents (by their best first-stage page) whose every page is also a candidate."""
-    rank_document_pages: int = Field(400, ge=1, le=5000)
-    """At most this many pages (the first) of each of those documents."""
+    ranking: RankingConfig = Field(default_factory=RankingConfig)
+    """How pages are ordered after the first stage: the document stage's and the page prior's weights and
+    the learned ranker (``MMRAG_RETRIEVE__RANKING__*``; a suite sets them under ``retrieve: {ranking: ...}``)."""
 
 
 class ApiConfig(BaseModel):
@@ -297,6 +307,8 @@ class Settings(BaseSettings):
     api: ApiConfig = Field(default_factory=ApiConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     vlm: VLMConfig = Field(default_factory=VLMConfig)
+    embed_service: EmbedServiceConfig = Field(default_factory=EmbedServiceConfig)
+    """The ``mmrag embed-serve`` process (its flags override these)."""
     eval_suites_dir: Path = Path("eval/suites")
     """Folder of evaluation suites that POST /evaluations may run (one sub-folder per suite)."""
     log_level: str = "INFO"

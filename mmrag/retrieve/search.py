@@ -114,12 +114,12 @@ class Retriever:
         """Plan options of ``request``; ``fit``: each document's fit to what the query names (the document
         stage's prior, :meth:`mmrag.retrieve.documents.CorpusDocuments.match`); ``sub_queries``: the
         query's sentences scored on their own (:meth:`sub_queries`)."""
-        c = self.config
+        c, r = self.config, self.config.ranking
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
                            rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
                            fusion=request.fusion or ("rrf" if request.weights else c.fusion),
-                           document_weight=c.document_weight if c.document_stage else 0.0,
-                           prior_strength=c.prior_strength, document_candidates=c.document_candidates,
+                           document_weight=r.document_weight if r.document_stage else 0.0,
+                           prior_strength=r.prior_strength, document_candidates=r.document_candidates,
                            document_fit=dict(fit or {}), sub_queries=sub_queries)
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
@@ -181,7 +181,7 @@ class Retriever:
         query = self._query_input(corpus, request)
         fit: Mapping[str, float] = {}
         documents = None
-        if any(spaces[n].document_level for n in names) and query.text and self.config.document_stage:
+        if any(spaces[n].document_level for n in names) and query.text and self.config.ranking.document_stage:
             documents = self.documents.get(corpus)
             fit = documents.match(query.text).fit
         node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
@@ -189,21 +189,22 @@ class Retriever:
 
     def ranker(self, corpus: str, query: QueryInput, node: QueryNode) -> PageRanker | None:
         """The learned ranker of a text query (the corpus's own model where it has one, else
-        ``MMRAG_RETRIEVE__RANKER``); None when it is off, for an image alone and after a MaxSim rerank
+        ``MMRAG_RETRIEVE__RANKING__RANKER``); None when it is off, for an image alone and after a MaxSim rerank
         (which orders by MaxSim alone)."""
-        if not query.text or node.using is not None or self.config.ranker == "off":
+        if not query.text or node.using is not None or self.config.ranking.ranker == "off":
             return None
         own = self.catalog.corpus_dir(corpus) / RANKER_FILE
         if own.is_file():
             return load_ranker(own)
-        return load_ranker(SHIPPED if self.config.ranker == "shipped" else Path(self.config.ranker))
+        ranker = self.config.ranking.ranker
+        return load_ranker(SHIPPED if ranker == "shipped" else Path(ranker))
 
     def candidates(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                    fit: Mapping[str, float], node: QueryNode, request: SearchRequest
                    ) -> tuple[list[CandidatePage], dict[str, Hit]]:
         """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`)."""
-        c = self.config
-        depth = CandidateDepth(max(request.top_k, c.rank_depth), c.rank_documents, c.rank_document_pages)
+        r = self.config.ranking
+        depth = CandidateDepth(max(request.top_k, r.rank_depth), r.rank_documents, r.rank_document_pages)
         node.limit = depth.first_stage + TIE_MARGIN
         first = order_hits(self.store.query(corpus, node), depth.first_stage)
         return gather_candidates(self.store, self.catalog, corpus, spaces, names, query, request_filter(request),
@@ -223,7 +224,7 @@ class Retriever:
 
     def prior_ranked(self, corpus: str, names: list[str], query: QueryInput, node: QueryNode,
                      request: SearchRequest) -> tuple[list[Hit], dict[str, float]]:
-        """The first stage's best ``top_k`` with the hand-set page prior (``MMRAG_RETRIEVE__RANKER=off``)."""
+        """The first stage's best ``top_k`` with the hand-set page prior (``MMRAG_RETRIEVE__RANKING__RANKER=off``)."""
         with_vectors = ["text"] if "text" in names and query.text else None
         prior = self.page_prior(query, node)
         fetch = max(request.top_k, prior.depth if prior.on else 0)
@@ -242,9 +243,9 @@ class Retriever:
     def page_prior(self, query: QueryInput, node: QueryNode) -> PagePrior:
         """The page's own prior of a text query (:mod:`mmrag.retrieve.page_prior`); off for an image alone
         and after a MaxSim rerank (``node.using``: the rerank orders by MaxSim alone)."""
-        c = self.config
+        r = self.config.ranking
         on = bool(query.text) and node.using is None
-        return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if on else 0)
+        return PagePrior(r.title_weight, r.figure_weight, r.page_prior_depth if on else 0)
 
     def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
         words = self.catalog.page_words(corpus, [h.payload["page_id"] for h in hits])
