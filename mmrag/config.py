@@ -20,6 +20,7 @@ from mmrag.embed.service_config import EmbedServiceConfig
 from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
+ENV_FILE = ".env"  # settings also read from this file in the working folder (the environment wins)
 
 
 class StoreConfig(BaseModel):
@@ -294,9 +295,11 @@ class JobsConfig(BaseModel):
 
 
 class Settings(BaseSettings):
-    """Everything configurable, from MMRAG_* environment variables (and an optional .env)."""
+    """Everything configurable, from MMRAG_* environment variables (and an optional ``.env`` file in the
+    working folder; the environment wins). ``mmrag config`` prints them with where each came from."""
 
-    model_config = SettingsConfigDict(env_prefix="MMRAG_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="MMRAG_", env_nested_delimiter="__", extra="ignore",
+                                      env_file=ENV_FILE, env_file_encoding="utf-8")
 
     data_dir: Path = Path("mmrag-data")
     """The one folder holding the catalog, page images, the embedded store and job state."""
