@@ -141,7 +141,7 @@ class SearchOptions(BaseModel):
     metadata: dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue] = Field(
         default_factory=dict, max_length=100,
         description="Payload filters: field -> value or list of values; a field name holds only letters, digits, "
-                    "'_' and '-'")
+                    "'_' and '-' (dots separate nested fields: doc.periods)")
     pages: PageRange | None = Field(None, description="Only pages in this range")
     kinds: list[Literal["page", "image"]] | None = Field(
         None, min_length=1, description="Only these kinds: PDF pages, standalone images")

@@ -61,15 +61,15 @@ class PointRecord:
     payload: dict[str, Any]
 
 
-FIELD_NAME = re.compile(r"[\w-]+")  # one payload field as Qdrant's key paths take it (unquoted)
-FIELD_NAME_RULE = "letters, digits, '_' and '-'"
+FIELD_NAME = re.compile(r"[\w-]+(\[\d*\])?")  # one payload field as Qdrant's key paths take it (unquoted)
+FIELD_NAME_RULE = "letters, digits, '_' and '-' (dots separate nested fields)"
 
 
-def check_field_name(name: str, what: str = "filter field") -> None:
-    """A field name both engines take in a filter's key path; else InvalidInput naming the allowed characters
-    (the engines would refuse the path with an error of their own)."""
-    if not FIELD_NAME.fullmatch(name):
-        raise InvalidInput(f"{what} {name!r} cannot be filtered on: a field name holds only {FIELD_NAME_RULE}")
+def check_field_name(path: str, what: str = "filter field") -> None:
+    """A key path (``doc.periods``) both engines take; else InvalidInput naming the allowed characters (the
+    engines would refuse the path with an error of their own)."""
+    if not all(FIELD_NAME.fullmatch(part) for part in path.split(".")):
+        raise InvalidInput(f"{what} {path!r} cannot be filtered on: a field name holds only {FIELD_NAME_RULE}")
 
 
 @dataclass(slots=True)

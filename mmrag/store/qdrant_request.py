@@ -58,19 +58,14 @@ def to_filter(flt: FilterSpec | None) -> models.Filter | None:
         return None
     must: list[Any] = []
     for key, value in flt.match.items():
-        _check_key(key)
+        check_field_name(key)
         match: Any = models.MatchAny(any=list(value)) if isinstance(value, list | tuple | set) \
             else models.MatchValue(value=value)
         must.append(models.FieldCondition(key=key, match=match))
     for key, (gte, lte) in flt.ranges.items():
-        _check_key(key)
+        check_field_name(key)
         must.append(models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte)))
     return models.Filter(must=must)
-
-
-def _check_key(key: str) -> None:
-    for part in key.split("."):
-        check_field_name(part)
 
 
 def formula(spec: ScoreFormula) -> models.FormulaQuery:
