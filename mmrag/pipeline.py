@@ -27,6 +27,7 @@ from mmrag.jobs.blocking import BlockingIngest
 from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 
 if TYPE_CHECKING:
+    from mmrag.evaluate.ranker_training import RankerTraining
     from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
@@ -88,6 +89,7 @@ class Pipeline:
     unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
     evaluations: EvaluationService = field(init=False)  # evaluation jobs over this process's parts (REST)
+    rankers: RankerTraining = field(init=False)  # corpora's own page rankers: training jobs and status (REST)
 
     # documents: every ingest is a job ---------------------------------------------------
     @functools.cached_property
@@ -118,6 +120,7 @@ class Pipeline:
         """Stop the job runner (work in flight resumes at the next start) and evaluations, then the stores."""
         self.runner.stop()
         self.evaluations.close()
+        self.rankers.close()
         self.answers.close()
         self.store.close()
         self.catalog.close()
@@ -194,6 +197,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, answers, unavailable, owner)
     pipeline.evaluations = build_evaluations(pipeline)
+    pipeline.rankers = build_rankers(retriever)
     if run_jobs:
         job_runner.start()
     return pipeline
@@ -207,6 +211,13 @@ def build_evaluations(pipeline: Pipeline) -> EvaluationService:
     settings = pipeline.settings
     return EvaluationService(LocalBackend(pipeline, pipeline.answers), settings.data_dir / "evaluations",
                              settings.eval_suites_dir)
+
+
+def build_rankers(retriever: Retriever) -> RankerTraining:
+    """Training jobs of corpora's own page rankers (REST), over this process's retriever."""
+    from mmrag.evaluate.ranker_training import RankerTraining
+
+    return RankerTraining(retriever)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:
