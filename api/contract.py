@@ -25,7 +25,7 @@ from api.limits import body_limit
 from api.openai_schemas import ChatCompletionChunk, OpenAIErrorBody
 from api.schemas import ErrorBody
 from mmrag.config import Settings
-from mmrag.types import SPACES
+from mmrag.spaces.registry import space_names
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 OPENAI_ERROR_REF = {"$ref": "#/components/schemas/OpenAIErrorBody"}  # the errors of the /v1 routes
@@ -231,7 +231,7 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     models.pop("HTTPValidationError", None)
     models.pop("ValidationError", None)
     pipeline = getattr(app.state, "pipeline", None)
-    spaces = pipeline.space_names() if pipeline is not None else list(SPACES)
+    spaces = pipeline.space_names() if pipeline is not None else list(space_names())
     apply_limits(models, settings, spaces)
     image_spaces = pipeline.image_spaces() if pipeline is not None else spaces
     if not image_spaces:

@@ -36,8 +36,8 @@ from pydantic import BaseModel, ValidationError
 
 from api.errors import install_error_handlers, responses
 from mmrag.embed.base import EmbedderOptions, Kind
-from mmrag.embed.batching import BatchingConfig
-from mmrag.embed.service import EmbedService, InputLimits, prometheus_text
+from mmrag.embed.service import EmbedService, prometheus_text
+from mmrag.embed.service_config import BatchingConfig, InputLimits
 from mmrag.embed.wire import CONTENT_TYPE, encode_vectors
 from mmrag.errors import InvalidInput, UnsupportedMediaType
 

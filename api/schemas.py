@@ -139,7 +139,9 @@ class SearchOptions(BaseModel):
     document_ids: list[DocumentId] | None = Field(None, min_length=1, max_length=MAX_DOCUMENT_IDS,
                                                   description="Only these documents (at most 1000)")
     metadata: dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue] = Field(
-        default_factory=dict, max_length=100, description="Payload filters: field -> value or list of values")
+        default_factory=dict, max_length=100,
+        description="Payload filters: field -> value or list of values; a field name holds only letters, digits, "
+                    "'_' and '-' (dots separate nested fields: doc.periods)")
     pages: PageRange | None = Field(None, description="Only pages in this range")
     kinds: list[Literal["page", "image"]] | None = Field(
         None, min_length=1, description="Only these kinds: PDF pages, standalone images")

@@ -1,4 +1,5 @@
-"""The statistics every benchmark shares: alternating rounds, seeded bootstrap intervals, RESULT lines.
+"""What every benchmark shares: alternating rounds, the machine's load, RESULT lines. The seeded bootstrap
+intervals (:func:`interval`, :class:`Estimate`) are the evaluation's own, in :mod:`mmrag.evaluate.stats`.
 
 Design of a measurement (every ``bench/*.py``):
 
@@ -19,108 +20,19 @@ Design of a measurement (every ``bench/*.py``):
 
 Bootstrap over rounds when the paired unit is a round; over requests when the value is a percentile
 of request latencies (:func:`ratio_interval` resamples the two arms' requests independently).
-Mean-of-differences comparisons of evaluation runs live in :mod:`mmrag.evaluate.stats`.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 
-import numpy as np
+from mmrag.evaluate.stats import Estimate, interval, paired_ratios
 
-Statistic = Callable[[np.ndarray], np.ndarray]  # (resamples, n) -> (resamples,)
-BOOTSTRAP_SAMPLES = 4000
-CONFIDENCE = 0.95
 CORES = os.cpu_count() or 1
 # the 1-minute load average when this module was imported: the load before the benchmark started
 LOAD_BEFORE = os.getloadavg()[0]
-
-
-def median_stat(x: np.ndarray) -> np.ndarray:
-    return np.median(x, axis=-1)
-
-
-def mean_stat(x: np.ndarray) -> np.ndarray:
-    return np.mean(x, axis=-1)
-
-
-def percentile_stat(q: float) -> Statistic:
-    """The q-th percentile (0..100, linear interpolation) along the last axis."""
-    return lambda x: np.percentile(x, q, axis=-1)
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """A point value with its 95 % bootstrap interval."""
-
-    value: float  # the statistic on all the data (the median, for rounds)
-    lo: float  # lower bound of the interval
-    hi: float  # upper bound of the interval
-    n: int  # rounds or requests it came from
-
-    def meets(self, target: float, *, at_least: bool) -> bool:
-        """Whether the conservative bound meets ``target`` (lo >= target, or hi <= target)."""
-        return self.lo >= target if at_least else self.hi <= target
-
-    def fields(self, name: str, digits: int = 3) -> str:
-        f = f"{{:.{digits}f}}"
-        return f"{name}={f.format(self.value)} {name}_lo={f.format(self.lo)} {name}_hi={f.format(self.hi)}"
-
-
-def interval(
-    values: Sequence[float],
-    stat: Statistic = median_stat,
-    *,
-    samples: int = BOOTSTRAP_SAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = 0,
-) -> Estimate:
-    """``stat`` of ``values`` with a percentile-bootstrap interval (values resampled with replacement)."""
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        raise ValueError("no values to summarise")
-    rng = np.random.default_rng(seed)
-    lo, hi = _bounds(stat(x[rng.integers(0, x.size, size=(samples, x.size))]), confidence)
-    return Estimate(float(stat(x[None, :])[0]), lo, hi, int(x.size))
-
-
-def ratio_interval(
-    numerator: Sequence[float],
-    denominator: Sequence[float],
-    stat: Statistic = median_stat,
-    *,
-    samples: int = BOOTSTRAP_SAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = 0,
-) -> Estimate:
-    """``stat(numerator) / stat(denominator)`` of two independent samples (e.g. the p99 of two arms'
-    request latencies), each resampled on its own."""
-    a, b = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
-    if a.size == 0 or b.size == 0:
-        raise ValueError("no values to summarise")
-    rng = np.random.default_rng(seed)
-    boot = stat(a[rng.integers(0, a.size, size=(samples, a.size))]) / stat(
-        b[rng.integers(0, b.size, size=(samples, b.size))]
-    )
-    lo, hi = _bounds(boot, confidence)
-    return Estimate(float(stat(a[None, :])[0] / stat(b[None, :])[0]), lo, hi, int(min(a.size, b.size)))
-
-
-def _bounds(boot: np.ndarray, confidence: float) -> tuple[float, float]:
-    """The percentile interval of bootstrap replicates."""
-    alpha = (1.0 - confidence) / 2
-    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
-
-
-def paired_ratios(numerator: Sequence[float], denominator: Sequence[float]) -> list[float]:
-    """Per-round ratios of two arms measured in the same rounds."""
-    if len(numerator) != len(denominator):
-        raise ValueError(f"paired rounds differ in length: {len(numerator)} vs {len(denominator)}")
-    return [a / b for a, b in zip(numerator, denominator, strict=True)]
 
 
 def alternate(
@@ -173,3 +85,15 @@ def verdict(name: str, est: Estimate, target: float, *, at_least: bool) -> str:
     if loaded() and ok == "met":
         ok = f"not counted (load {LOAD_BEFORE:.1f} above {CORES} cores at start)"
     return f"target {name} {op} {target}: {ok} (conservative bound {bound:.3f}, median {est.value:.3f})"
+
+
+def paired_result(name: str, label: str, times: Mapping[str, list[float]], arm: str, base: str, target: float, *,
+                  at_least: bool, extra: Mapping[str, Estimate | float | int | str] | None = None) -> None:
+    """The end of a two-arm benchmark: ``arm / base`` per round as ``name`` (its verdict against ``target``),
+    the machine's load, and the RESULT line with ``name``, each arm's seconds (``<base>_s``, ``<arm>_s``)
+    and ``extra``."""
+    ratio = interval(paired_ratios(times[arm], times[base]))
+    print(machine_line())
+    print(verdict(f"{name} ({label})", ratio, target, at_least=at_least))
+    print(result_line({name: ratio, f"{base}_s": interval(times[base]), f"{arm}_s": interval(times[arm]),
+                       **(extra or {})}))

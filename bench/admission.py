@@ -51,16 +51,8 @@ from pathlib import Path
 import numpy as np
 
 from bench._pages import render_pages
-from bench._stats import (
-    Estimate,
-    interval,
-    machine_line,
-    paired_ratios,
-    percentile_stat,
-    ratio_interval,
-    result_line,
-    verdict,
-)
+from bench._stats import machine_line, result_line, verdict
+from mmrag.evaluate.stats import Estimate, interval, paired_ratios, percentile_stat, ratio_interval
 from mmrag.generate.admission import AdmissionController, Policy, Ticket
 from mmrag.generate.base import GenerationRequest, ImageInput, RequestTimings, image_input
 from mmrag.generate.engine import VLMEngine

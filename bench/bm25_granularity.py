@@ -29,9 +29,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from bench._stats import Estimate, alternate, interval, machine_line, mean_stat, result_line
+from bench._stats import alternate, machine_line, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.evaluate.metrics import query_metrics
+from mmrag.evaluate.stats import Estimate, interval, mean_stat
 from mmrag.evaluate.suite import Query, load_suite
 from mmrag.ingest.chunking import chunk_page
 from mmrag.jobs.bm25_stats import corpus_avg_len, reweight

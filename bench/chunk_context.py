@@ -34,9 +34,10 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
-from bench._stats import Estimate, alternate, interval, machine_line, mean_stat, result_line
+from bench._stats import alternate, machine_line, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.evaluate.metrics import query_metrics
+from mmrag.evaluate.stats import Estimate, interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.ingest.page_context import section_paths
 from mmrag.jobs.embedding import embed_pages

@@ -28,7 +28,8 @@ from pathlib import Path
 import httpx
 
 from bench._http import free_port
-from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import alternate, machine_line, result_line, verdict
+from mmrag.evaluate.stats import interval, paired_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MMRAG_TEST_CORPUS", ROOT.parent / "shared" / "corpus" / "docling"))

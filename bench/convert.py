@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pymupdf
 
-from bench._stats import interval, result_line
+from bench._stats import result_line
 from mmrag.config import IngestConfig
 from mmrag.errors import MMRAGError
+from mmrag.evaluate.stats import interval
 from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.sniff import sniff_kind
 

@@ -16,8 +16,9 @@ import argparse
 import time
 from pathlib import Path
 
-from bench._stats import alternate, interval, machine_line, paired_ratios, result_line
+from bench._stats import alternate, machine_line, result_line
 from mmrag.config import IngestConfig
+from mmrag.evaluate.stats import interval, paired_ratios
 from mmrag.ingest.convert import convert_to_pdf
 from mmrag.ingest.sniff import sniff_kind
 

@@ -30,9 +30,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench._stats import Estimate, machine_line, result_line, verdict
+from bench._stats import machine_line, result_line, verdict
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.evaluate.scale import corpus_sizes, group_questions, scale_test
+from mmrag.evaluate.stats import Estimate
 from mmrag.evaluate.suite import load_suite
 
 TARGET = 0.95

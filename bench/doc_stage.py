@@ -19,8 +19,9 @@ import os
 import statistics
 import time
 
-from bench._stats import interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import machine_line, result_line, verdict
 from bench._suite_data import open_search_pipeline, suite_data_args
+from mmrag.evaluate.stats import interval, paired_ratios
 from mmrag.evaluate.suite import load_suite
 from mmrag.types import SearchRequest
 

@@ -1,7 +1,7 @@
 """Tune and ablate the document stage on a page-judged suite (issue 19): right document first, document
 nDCG@5 and page nDCG@5 per arm, through the real ``Pipeline.search`` of an ingested data folder.
 
-An arm is a set of overrides: ``RetrieveConfig`` fields (``document_weight=1``, ``prior_strength=2``,
+An arm is a set of overrides: ``RankingConfig`` fields (``document_weight=1``, ``prior_strength=2``,
 ``document_stage=false``) and the weights of the fit's parts (``fit.entity=0``, ``fit.period=0``,
 ``fit.form=0``, ``fit.latest=0``, ``fit.weak=0``, ``fit.floor=0.1``, ``fit.conjunctive=0``: the
 weighted mean instead of the soft conjunction). The pipeline is built once; each arm replaces the
@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from bench._stats import interval, machine_line, mean_stat, result_line
+from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline
-from mmrag.config import RetrieveConfig, merge_settings
+from mmrag.config import RankingConfig, merge_settings
 from mmrag.evaluate.metrics import query_metrics
+from mmrag.evaluate.stats import interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.retrieve import document_prior
 from mmrag.types import SearchRequest
@@ -37,7 +38,7 @@ FIT_PARTS = ("entity", "period", "form", "latest")
 
 
 def parse_arm(text: str) -> tuple[str, dict[str, Any], dict[str, float]]:
-    """``name=key=value,key=value`` -> (name, RetrieveConfig overrides, fit weight overrides)."""
+    """``name=key=value,key=value`` -> (name, RankingConfig overrides, fit weight overrides)."""
     name, _, rest = text.partition("=")
     config: dict[str, Any] = {}
     fit: dict[str, float] = {}
@@ -47,10 +48,10 @@ def parse_arm(text: str) -> tuple[str, dict[str, Any], dict[str, float]]:
             raise SystemExit(f"arm item {item!r} is not KEY=VALUE")
         if key.startswith("fit."):
             fit[key[4:]] = float(value)
-        elif key in RetrieveConfig.model_fields:
-            config[key] = getattr(RetrieveConfig.model_validate({key: value}), key)
+        elif key in RankingConfig.model_fields:
+            config[key] = getattr(RankingConfig.model_validate({key: value}), key)
         else:
-            raise SystemExit(f"unknown arm key {key!r}: a RetrieveConfig field or fit.<part>")
+            raise SystemExit(f"unknown arm key {key!r}: a RankingConfig field or fit.<part>")
     return name, config, fit
 
 
@@ -100,7 +101,7 @@ def main() -> None:
         print(machine_line())
         results: dict[str, list[dict[str, float]]] = {}
         for name, config, fit in arms:
-            pipeline.retriever.config = merge_settings(settings, {"retrieve": config}).retrieve
+            pipeline.retriever.config = merge_settings(settings, {"retrieve": {"ranking": config}}).retrieve
             document_prior.WEIGHTS.update({k: v for k, v in fit.items() if k in FIT_PARTS})
             document_prior.WEAK = fit.get("weak", weak)
             document_prior.FLOOR = fit.get("floor", floor)

@@ -1,6 +1,6 @@
 """Weight sweep of the document stage (issue 15): which settings, chosen on half the questions, hold on the other half?
 
-A grid over the document stage's settings (``RetrieveConfig``: document_weight, prior_strength,
+A grid over the document stage's settings (``RankingConfig``: document_weight, prior_strength,
 document_candidates; any field of it with ``--grid``) runs through the real
 ``Pipeline.search`` of an ingested sec-10q data folder: the pipeline is built once and each grid point
 replaces the retriever's config (``merge_settings`` of the point's ``retrieve`` overrides; no model is
@@ -25,10 +25,11 @@ import re
 import statistics
 from typing import Any
 
-from bench._stats import Estimate, interval, machine_line, mean_stat, result_line
+from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
 from mmrag.config import RetrieveConfig, Settings, merge_settings
 from mmrag.evaluate.scale import question_scores
+from mmrag.evaluate.stats import Estimate, interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.pipeline import Pipeline
 from mmrag.types import SearchRequest
@@ -68,7 +69,7 @@ def halves(suite: Suite) -> tuple[list[Query], list[Query]]:
 def scores_with(pipeline: Pipeline, settings: Settings, overrides: dict[str, Any], suite: Suite,
                 questions: list[Query], template: SearchRequest) -> list[float]:
     """Per-question nDCG@5 with the retriever's config replaced by ``settings`` + ``overrides``."""
-    pipeline.retriever.config = merge_settings(settings, {"retrieve": overrides}).retrieve
+    pipeline.retriever.config = merge_settings(settings, {"retrieve": {"ranking": overrides}}).retrieve
     return question_scores(pipeline, suite, questions, template)
 
 

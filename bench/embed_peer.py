@@ -47,16 +47,8 @@ import numpy as np
 import psutil
 
 from bench._http import ROOT, LoadRun, closed_loop, free_port, start_server, stop_server
-from bench._stats import (
-    Estimate,
-    interval,
-    machine_line,
-    paired_ratios,
-    percentile_stat,
-    ratio_interval,
-    result_line,
-    verdict,
-)
+from bench._stats import machine_line, result_line, verdict
+from mmrag.evaluate.stats import Estimate, interval, paired_ratios, percentile_stat, ratio_interval
 
 PEER_VENV = ROOT / ".venv-infinity"
 PEER_PACKAGES = ["torch==2.14.1", "infinity-emb[server,torch]==0.0.78"]

@@ -41,7 +41,8 @@ from PIL import Image
 
 from bench._http import free_port, start_server, stop_server
 from bench._pages import render_pages
-from bench._stats import Estimate, alternate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import alternate, machine_line, result_line, verdict
+from mmrag.evaluate.stats import Estimate, interval, paired_ratios
 
 VIT = "open_clip:ViT-B-32/none"
 

@@ -34,7 +34,8 @@ from pathlib import Path
 import torch
 
 from bench._pages import render_pages
-from bench._stats import interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import machine_line, result_line, verdict
+from mmrag.evaluate.stats import interval, paired_ratios
 from mmrag.generate.answer_service import AnswerService, TokenDelta
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import alternate, machine_line, paired_result
 
 
 def one_page(tag: str) -> bytes:
@@ -94,11 +94,8 @@ def main() -> None:
             times = alternate({"alone": alone, "beside": beside}, args.rounds)
         finally:
             pipeline.close()
-    ratio = interval(paired_ratios(times["beside"], times["alone"]))
-    print(machine_line())
-    print(verdict("fairness_ratio (beside the bomb / alone)", ratio, 2.0, at_least=False))
-    print(result_line({"fairness_ratio": ratio, "alone_s": interval(times["alone"]),
-                       "beside_s": interval(times["beside"]), "budget_s": args.budget}))
+    paired_result("fairness_ratio", "beside the bomb / alone", times, "beside", "alone", 2.0, at_least=False,
+                  extra={"budget_s": args.budget})
 
 
 def _load() -> float:

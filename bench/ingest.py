@@ -40,7 +40,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._stats import Estimate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import machine_line, result_line, verdict
+from mmrag.evaluate.stats import Estimate, interval, paired_ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "corpus"

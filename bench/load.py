@@ -23,7 +23,8 @@ import numpy as np
 
 from bench._http import ROOT, free_port, start_server, stop_server
 from bench._load_docs import small_pdf
-from bench._stats import interval, result_line
+from bench._stats import result_line
+from mmrag.evaluate.stats import interval
 from mmrag.keys import KeyStore
 from mmrag.rest_client import Client
 

@@ -29,8 +29,9 @@ from pathlib import Path
 import torch
 
 from bench._pages import render_pages
-from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import alternate, machine_line, result_line, verdict
 from bench.encoder_cache import scaled_model_dir
+from mmrag.evaluate.stats import interval, paired_ratios
 from mmrag.generate.base import (
     EncodedImage,
     GenerationRequest,

@@ -25,8 +25,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench._stats import alternate, interval, machine_line, paired_ratios, result_line, verdict
+from bench._stats import alternate, machine_line, paired_result
 from bench.ingest import FILINGS
+from mmrag.evaluate.stats import interval
 
 BATCHES = [("3M_2018_10K.pdf", 56, 71), ("SALESFORCE_2024Q1_EARNINGS.pdf", 1, 16),
            ("3M_2018_10K.pdf", 1, 16)]
@@ -91,12 +92,8 @@ def main() -> None:
         times = alternate({"in_process": in_process, "worker": worker}, args.rounds)
     finally:
         pool.close()
-    cost = interval(paired_ratios(times["worker"], times["in_process"]))
-    print(machine_line())
-    print(verdict("worker_cost (worker / in-process seconds per batch)", cost, 1.05, at_least=False))
-    print(result_line({"worker_cost": cost, "in_process_s": interval(times["in_process"]),
-                       "worker_s": interval(times["worker"]), "codec_share": interval(codec[1:]),
-                       "startup_s": round(startup, 2)}))
+    paired_result("worker_cost", "worker / in-process seconds per batch", times, "worker", "in_process", 1.05,
+                  at_least=False, extra={"codec_share": interval(codec[1:]), "startup_s": round(startup, 2)})
 
 
 if __name__ == "__main__":

@@ -31,9 +31,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench._stats import Estimate, interval, machine_line, result_line, verdict
+from bench._stats import machine_line, result_line, verdict
 from mmrag.config import Settings
 from mmrag.embed.base import Embedder, load_embedder
+from mmrag.evaluate.stats import Estimate, interval
 from mmrag.jobs.model import Work
 from mmrag.jobs.stages import run_stage
 from mmrag.jobs.writer import Upload

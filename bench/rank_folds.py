@@ -1,6 +1,6 @@
 """The learned page ranker, leave one company out (issue 27): page nDCG@5, Recall@5 and the share of
 questions whose judged page is outside the top 10, by today's order without the ranker (the first stage
-with the hand-set page prior: ``MMRAG_RETRIEVE__RANKER=off``) and by a ranker trained on every *other*
+with the hand-set page prior: ``MMRAG_RETRIEVE__RANKING__RANKER=off``) and by a ranker trained on every *other*
 company (or document family) of the training suites; candidate recall of the first stage alone and with
 the pages of its best documents; the ranker's cost per query. ``--check`` suites (written by others,
 never trained on) are scored once by the ranker trained on every training question.
@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._stats import Estimate, interval, machine_line, mean_stat, ratio_interval, result_line
+from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline
+from mmrag.config import RankingConfig
 from mmrag.evaluate.rank_data import (
     QuestionRows,
     QuestionScore,
@@ -37,6 +38,7 @@ from mmrag.evaluate.rank_data import (
     score_questions,
     stack,
 )
+from mmrag.evaluate.stats import Estimate, interval, mean_stat, ratio_interval
 from mmrag.evaluate.suite import load_suite
 from mmrag.retrieve.ranker import ROUNDS, train_ranker
 from mmrag.types import SearchRequest
@@ -123,8 +125,8 @@ def latency(specs: Sequence[str], rounds: int, model_path: Path) -> dict[str, Es
         suite = load_suite(suite_path)
         _, pipeline = open_search_pipeline(data_dir)
         retriever = pipeline.retriever
-        arms = {"on": retriever.config.model_copy(update={"ranker": str(model_path)}),
-                "off": retriever.config.model_copy(update={"ranker": "off"})}
+        arms = {"on": retriever.config.model_copy(update={"ranking": RankingConfig(ranker=str(model_path))}),
+                "off": retriever.config.model_copy(update={"ranking": RankingConfig(ranker="off")})}
         try:
             for r in range(rounds):
                 for name in ("on", "off") if r % 2 == 0 else ("off", "on"):

@@ -22,12 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._stats import alternate, interval, machine_line, mean_stat, paired_ratios, result_line, verdict
+from bench._stats import alternate, machine_line, result_line, verdict
 from bench.retrieval_corpus import corpus, queries
 from bench.retrieval_maths import Packed, maxsim_all, pack, recall_at_k, top_k
 from bench.retrieval_rest import rest_overhead
 from bench.retrieval_size import size_quality
 from bench.retrieval_store import CORPUS, load_pages, open_pipeline, page_index
+from mmrag.evaluate.stats import interval, mean_stat, paired_ratios
 from mmrag.pipeline import Pipeline
 from mmrag.retrieve.plan import PlanOptions, build_plan
 from mmrag.spaces.base import QueryInput

@@ -46,16 +46,8 @@ import numpy as np
 
 from bench._http import free_port, start_server, stop_server
 from bench._pages import CORPUS, render_pages
-from bench._stats import (
-    interval,
-    machine_line,
-    median_stat,
-    paired_ratios,
-    percentile_stat,
-    ratio_interval,
-    result_line,
-    verdict,
-)
+from bench._stats import machine_line, result_line, verdict
+from mmrag.evaluate.stats import interval, median_stat, paired_ratios, percentile_stat, ratio_interval
 
 RESOLUTIONS = {"720p": (1280, 720), "1080p": (1920, 1080), "page": None}
 STAGES = ("queue_s", "preprocess_s", "encoder_queue_s", "encoder_s", "prefill_s", "ttft_s")

@@ -24,9 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._stats import interval, machine_line, result_line, verdict
+from bench._stats import machine_line, result_line, verdict
 from mmrag.config import CorpusConfig, Settings
 from mmrag.embed.base import load_embedder
+from mmrag.evaluate.stats import interval
 from mmrag.jobs.writer import Upload
 from mmrag.pipeline import build_pipeline
 

@@ -14,6 +14,7 @@ import typer
 
 from cli.answer_cmd import answer
 from cli.commands import corpora, ingest, reindex_documents, reweight_bm25, serve
+from cli.config_cmd import config
 from cli.embed_cmd import embed_serve
 from cli.eval_cmd import eval_app
 from cli.keys_cmd import keys_app
@@ -37,6 +38,7 @@ app.add_typer(worker_app, name="worker")
 app.add_typer(keys_app, name="keys")
 app.add_typer(rank_app, name="rank")
 app.command(name="mcp")(mcp)
+app.command(name="config")(config)
 
 
 @app.callback()

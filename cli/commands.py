@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.remote import Backend, folder_pipeline, open_backend
+from cli.remote import folder_pipeline, open_backend
+from mmrag.backends import Backend
 from mmrag.config import load_settings
 from mmrag.errors import MMRAGError
 

@@ -16,12 +16,16 @@ def embed_serve(
     port: Annotated[int, typer.Option(help="Port to bind (8001 is the vLLM default).")] = DEFAULT_PORT,
     model: Annotated[list[str] | None, typer.Option(
         help=f"Embedder spec to serve; repeat for several (default: {', '.join(DEFAULT_MODELS)}).")] = None,
-    max_batch: Annotated[int, typer.Option(help="Most items in one forward pass.")] = 32,
-    max_wait_ms: Annotated[float, typer.Option(
-        help="Longest an item waits for its batch to fill while the model is idle (0: none).")] = 0,
-    queue_size: Annotated[int, typer.Option(help="Most queued items per model before 429.")] = 256,
-    torch_threads: Annotated[int, typer.Option(
-        help="torch threads of the forward pass; 0: chosen per batch size by measurement.")] = 0,
+    max_batch: Annotated[int | None, typer.Option(
+        help="Most items in one forward pass (default MMRAG_EMBED_SERVICE__BATCHING__MAX_BATCH).")] = None,
+    max_wait_ms: Annotated[float | None, typer.Option(
+        help="Longest an item waits for its batch to fill while the model is idle (0: none; default "
+             "MMRAG_EMBED_SERVICE__BATCHING__MAX_WAIT_MS).")] = None,
+    queue_size: Annotated[int | None, typer.Option(
+        help="Most queued items per model before 429 (default MMRAG_EMBED_SERVICE__BATCHING__QUEUE_SIZE).")] = None,
+    torch_threads: Annotated[int | None, typer.Option(
+        help="torch threads of the forward pass; 0: chosen per batch size by measurement (default "
+             "MMRAG_EMBED_SERVICE__BATCHING__TORCH_THREADS).")] = None,
     device: Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
 ) -> None:
@@ -29,15 +33,18 @@ def embed_serve(
     import uvicorn
 
     from api.embed_server import create_embed_app
-    from mmrag.config import load_settings
+    from mmrag.config import load_settings, merge_settings
     from mmrag.embed.base import EmbedderOptions, register_backends
-    from mmrag.embed.batching import BatchingConfig
     from mmrag.hub import go_offline_if_unreachable
 
-    register_backends(load_settings().embed.backends)  # extra backends (MMRAG_EMBED__BACKENDS)
+    flags = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "queue_size": queue_size,
+             "torch_threads": torch_threads}
+    settings = merge_settings(load_settings(), {"embed_service": {"batching": {
+        k: v for k, v in flags.items() if v is not None}}})  # the flags given override the settings
+    register_backends(settings.embed.backends)  # extra backends (MMRAG_EMBED__BACKENDS)
     go_offline_if_unreachable()  # the models load at start-up: do not spend the hub's retries on each
 
-    batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size,
-                              torch_threads=torch_threads)
-    app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), batching)
+    service = settings.embed_service
+    app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), service.batching,
+                           service.limits)
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -38,16 +38,17 @@ class RichProgress:
 def _run(suite: Suite, out: Path, api: str | None, data_dir: Path | None, plots: bool) -> Any:
     """In-process: the pipeline built from the settings with the suite's overrides, ingesting through
     its jobs and answering with its answer service (the VLM when one loads, else extractive);
-    with ``api``: the same suite through the REST target."""
+    with ``api``: the same suite through the REST backend."""
     from mmrag.evaluate.runner import run_suite
 
     columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as bar:
         callback = RichProgress(bar)
         if api:
-            from mmrag.evaluate.targets import RestTarget
+            from mmrag.backends import RemoteBackend
+            from mmrag.rest_client import Client
 
-            target = RestTarget(api)
+            target = RemoteBackend(Client(api, timeout_s=300.0), job_timeout_s=300.0)
             try:
                 return run_suite(suite, target, out, progress=callback, plots=plots)
             finally:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.remote import Backend, LocalBackend, RemoteBackend, open_backend
+from cli.remote import open_backend
+from mmrag.backends import Backend, LocalBackend, RemoteBackend
 from mmrag.rest_client import Client
 
 if TYPE_CHECKING:  # the API's modules load when the command runs, not with every command of the CLI

@@ -72,7 +72,7 @@ def search(
                             image_page_id=like_page, pages=parse_pages(pages), kinds=kind or None,
                             prefetch_limit=prefetch, rrf_k=rrf_k, fusion=fusion)
         with open_backend() as backend:
-            results = backend.search(corpus, req)
+            results = backend.search(corpus, req)["results"]
     except (MMRAGError, OSError) as exc:
         fail(exc if isinstance(exc, MMRAGError) else InvalidInput(str(exc)))
         return

@@ -7,16 +7,20 @@ e.g. ``MMRAG_INGEST__DPI=200``) is built by the shells at start-up with
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mmrag.embed.service_config import EmbedServiceConfig
 from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
+ENV_FILE = ".env"  # settings also read from this file in the working folder (the environment wins)
 
 
 class StoreConfig(BaseModel):
@@ -139,6 +143,44 @@ class EmbedConfig(BaseModel):
     (e.g. ``{"my": "mypkg.embed:load"}`` serves ``my:...`` specs); imported on first use."""
 
 
+class RankingConfig(BaseModel):
+    """How a search orders pages after its first stage (fusion): the document stage, the page's own prior
+    and the learned ranker, in one place (docs/retrieval.md)."""
+
+    document_stage: bool = True
+    """Combine each page's match with its document's (corpora with the ``document`` space: title,
+    entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
+    document_weight: float = Field(1.0, ge=0, le=100)
+    """Weight of the match of the query with each document's evidence text (``w``): a page's score is
+    ``page * (1 + w * document + s * fit)``, ``document`` in [0, 2] (DBSF of two spaces). 0 turns the
+    document stage off."""
+    prior_strength: float = Field(8.0, ge=0, le=100)
+    """Weight of each document's fit to what the query names (``s``): its organisation, period (a
+    comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
+    names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
+    document_candidates: int = Field(1000, ge=1, le=100_000)
+    """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
+    title_weight: float = Field(1.0, ge=0, le=100)
+    """Weight of a page's title region (its first words) holding the query's terms in the page's own prior
+    (:mod:`mmrag.retrieve.page_prior`; pages of documents of 40 pages or more): a candidate's score is
+    multiplied by ``1 + t * title + f * figures``."""
+    figure_weight: float = Field(4.0, ge=0, le=100)
+    """Weight of the share of a page's words that are numbers in the page's own prior (a statement, a table)."""
+    page_prior_depth: int = Field(30, ge=0, le=1000)
+    """How many of the best candidates the page's own prior reorders (0: off)."""
+    ranker: str = "shipped"
+    """How a text query's pages are ordered: ``shipped`` (the learned ranker trained from the shared judged
+    suites, :mod:`mmrag.retrieve.ranker`), a path to a model trained by ``mmrag rank train``, or ``off`` (the
+    first stage's order with the hand-set page prior above). A corpus with its own model (``mmrag rank
+    train --corpus``) uses that one. Not applied after a ColPali MaxSim rerank."""
+    rank_depth: int = Field(50, ge=1, le=1000)
+    """Best pages of the fused first stage that are the ranker's candidates."""
+    rank_documents: int = Field(2, ge=0, le=20)
+    """Best documents (by their best first-stage page) whose every page is also a candidate."""
+    rank_document_pages: int = Field(400, ge=1, le=5000)
+    """At most this many pages (the first) of each of those documents."""
+
+
 class RetrieveConfig(BaseModel):
     """Defaults and bounds of search."""
 
@@ -164,19 +206,6 @@ class RetrieveConfig(BaseModel):
     max_query_image_pixels: int = Field(16_000_000, ge=10_000, le=64_000_000)
     """Most pixels a query image is decoded to (JPEG decodes at 1/2, 1/4 or 1/8 scale to fit, other formats
     over it are refused): well below the ingest cap, since the image spaces see ~1 megapixel."""
-    document_stage: bool = True
-    """Combine each page's match with its document's (corpora with the ``document`` space: title,
-    entities, periods, versions of each document, docs/retrieval.md). False: pages alone, as before."""
-    document_weight: float = Field(1.0, ge=0, le=100)
-    """Weight of the match of the query with each document's evidence text (``w``): a page's score is
-    ``page * (1 + w * document + s * fit)``, ``document`` in [0, 2] (DBSF of two spaces). 0 turns the
-    document stage off."""
-    prior_strength: float = Field(8.0, ge=0, le=100)
-    """Weight of each document's fit to what the query names (``s``): its organisation, period (a
-    comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
-    names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
-    document_candidates: int = Field(1000, ge=1, le=100_000)
-    """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
     sentence_queries: Literal["off", "named", "all"] = "off"
     """Long instructions kept from drowning a short question: a query of several sentences
     (:func:`mmrag.retrieve.sentences.query_sentences`) also runs sentences as their own sub-queries through
@@ -184,25 +213,9 @@ class RetrieveConfig(BaseModel):
     sentences that name an organisation, period, form or "the latest" of the corpus's documents (the
     document stage's reading; nothing without it); ``all``: every sentence; ``off``: the whole query only.
     One-sentence queries are unchanged."""
-    title_weight: float = Field(1.0, ge=0, le=100)
-    """Weight of a page's title region (its first words) holding the query's terms in the page's own prior
-    (:mod:`mmrag.retrieve.page_prior`; pages of documents of 40 pages or more): a candidate's score is
-    multiplied by ``1 + t * title + f * figures``."""
-    figure_weight: float = Field(4.0, ge=0, le=100)
-    """Weight of the share of a page's words that are numbers in the page's own prior (a statement, a table)."""
-    page_prior_depth: int = Field(30, ge=0, le=1000)
-    """How many of the best candidates the page's own prior reorders (0: off)."""
-    ranker: str = "shipped"
-    """How a text query's pages are ordered: ``shipped`` (the learned ranker trained from the shared judged
-    suites, :mod:`mmrag.retrieve.ranker`), a path to a model trained by ``mmrag rank train``, or ``off`` (the
-    first stage's order with the hand-set page prior above). A corpus with its own model (``mmrag rank
-    train --corpus``) uses that one. Not applied after a ColPali MaxSim rerank."""
-    rank_depth: int = Field(50, ge=1, le=1000)
-    """Best pages of the fused first stage that are the ranker's candidates."""
-    rank_documents: int = Field(2, ge=0, le=20)
-    """Best documents (by their best first-stage page) whose every page is also a candidate."""
-    rank_document_pages: int = Field(400, ge=1, le=5000)
-    """At most this many pages (the first) of each of those documents."""
+    ranking: RankingConfig = Field(default_factory=RankingConfig)
+    """How pages are ordered after the first stage: the document stage's and the page prior's weights and
+    the learned ranker (``MMRAG_RETRIEVE__RANKING__*``; a suite sets them under ``retrieve: {ranking: ...}``)."""
 
 
 class ApiConfig(BaseModel):
@@ -282,9 +295,11 @@ class JobsConfig(BaseModel):
 
 
 class Settings(BaseSettings):
-    """Everything configurable, from MMRAG_* environment variables (and an optional .env)."""
+    """Everything configurable, from MMRAG_* environment variables (and an optional ``.env`` file in the
+    working folder; the environment wins). ``mmrag config`` prints them with where each came from."""
 
-    model_config = SettingsConfigDict(env_prefix="MMRAG_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="MMRAG_", env_nested_delimiter="__", extra="ignore",
+                                      env_file=ENV_FILE, env_file_encoding="utf-8")
 
     data_dir: Path = Path("mmrag-data")
     """The one folder holding the catalog, page images, the embedded store and job state."""
@@ -295,6 +310,8 @@ class Settings(BaseSettings):
     api: ApiConfig = Field(default_factory=ApiConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     vlm: VLMConfig = Field(default_factory=VLMConfig)
+    embed_service: EmbedServiceConfig = Field(default_factory=EmbedServiceConfig)
+    """The ``mmrag embed-serve`` process (its flags override these)."""
     eval_suites_dir: Path = Path("eval/suites")
     """Folder of evaluation suites that POST /evaluations may run (one sub-folder per suite)."""
     log_level: str = "INFO"
@@ -308,19 +325,22 @@ def load_settings(**overrides: object) -> Settings:
     return settings
 
 
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``base`` with ``override`` applied: mappings merge key by key, anything else replaces (the
+    one deep merge: settings overrides, suite variants)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def merge_settings(settings: Settings, overrides: dict[str, Any]) -> Settings:
     """A copy of ``settings`` with nested ``overrides`` applied (``{"embed": {"clip_model": None}}``
     changes that one field), validated again: the one settings merge (CLI flags, suite settings)."""
-    data = settings.model_dump()
-
-    def merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-        for key, value in extra.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                merge(base[key], value)
-            else:
-                base[key] = value
-
-    merge(data, overrides)
+    data = deep_merge(settings.model_dump(), overrides)
     return type(settings).model_validate(data)
 
 

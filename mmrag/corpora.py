@@ -21,8 +21,8 @@ from mmrag.embed.lazy import one_line, usable
 from mmrag.errors import Conflict, InvalidInput
 from mmrag.jobs.writer import JobWriter
 from mmrag.spaces import Space
+from mmrag.spaces.registry import space_names
 from mmrag.store import CollectionSpec, VectorStore
-from mmrag.types import SPACES
 
 if TYPE_CHECKING:
     from mmrag.jobs.bm25_stats import Reweight
@@ -68,9 +68,9 @@ class Corpora:
         """Create a corpus with the requested spaces that are available here."""
         check_corpus_name(name)
         config = (config or CorpusConfig()).model_copy()
-        unknown = [s for s in config.spaces if s not in SPACES]
+        unknown = [s for s in config.spaces if s not in space_names()]
         if unknown:
-            raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(SPACES)}")
+            raise InvalidInput(f"unknown spaces {unknown}; allowed: {list(space_names())}")
         asked = list(config.spaces)
         config.spaces = self._available(name, config.spaces)
         if not config.spaces:  # a well-formed request this server cannot serve now: 409, never the hub's text

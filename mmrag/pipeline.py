@@ -30,15 +30,14 @@ from mmrag.lazy_answers import Answers
 if TYPE_CHECKING:
     from mmrag.evaluate.ranker_training import RankerTraining
     from mmrag.evaluate.service import EvaluationService
-    from mmrag.evaluate.targets import IngestFiles
 from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
 from mmrag.jobs.writer import JobWriter
 from mmrag.retrieve import Retriever
-from mmrag.spaces import Bm25Space, Space, TextDenseSpace
-from mmrag.spaces.document import DocumentSpace
+from mmrag.spaces import Space
+from mmrag.spaces.registry import build_spaces
 from mmrag.store import VectorStore, open_store
 from mmrag.types import SearchRequest, SearchResult
 
@@ -208,16 +207,6 @@ def build_embedders(settings: Settings) -> tuple[dict[str, Embedder], dict[str, 
     return embedders, unavailable
 
 
-def build_spaces(embedders: dict[str, Embedder]) -> dict[str, Space]:
-    """The spaces the embedders allow; building them loads no model (lazy embedders load on first use)."""
-    from mmrag.spaces.visual import visual_spaces  # scipy, for ColPali token pooling
-
-    spaces: dict[str, Space] = {"text": TextDenseSpace(embedders["text"]), "bm25": Bm25Space(),
-                                "document": DocumentSpace(embedders["text"])}
-    spaces.update(visual_spaces(embedders))
-    return spaces
-
-
 def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None = None,
                    runner: RunnerFactory | None = None, run_jobs: bool = True, lock: bool = True) -> Pipeline:
     """Wire the stages: the one composition root of every shell (API, CLI, workers, evaluation).
@@ -248,21 +237,21 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
                       settings.retrieve.max_query_chars)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, Documents(catalog), answers, unavailable, owner)
-    pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest.files, retriever, answers)
+    pipeline.evaluations = build_evaluations(pipeline)
     pipeline.rankers = build_rankers(retriever)
     if run_jobs:
         job_runner.start()
     return pipeline
 
 
-def build_evaluations(settings: Settings, corpora: Corpora, ingest_files: IngestFiles, retriever: Retriever,
-                      answers: Answers) -> EvaluationService:
+def build_evaluations(pipeline: Pipeline) -> EvaluationService:
     """The evaluation jobs of the REST API, run in this process: its corpora, ingestion, search, answers."""
+    from mmrag.backends import LocalBackend
     from mmrag.evaluate.service import EvaluationService
-    from mmrag.evaluate.targets import InProcessTarget
 
-    target = InProcessTarget(corpora, ingest_files, retriever.search, answers)
-    return EvaluationService(target, settings.data_dir / "evaluations", settings.eval_suites_dir)
+    settings = pipeline.settings
+    return EvaluationService(LocalBackend(pipeline, pipeline.answers), settings.data_dir / "evaluations",
+                             settings.eval_suites_dir)
 
 
 def build_rankers(retriever: Retriever) -> RankerTraining:

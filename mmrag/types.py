@@ -167,10 +167,6 @@ class Evidence:
                 "metadata": dict(self.metadata), "section": list(self.section)}
 
 
-SPACES = ("text", "bm25", "clip", "colpali", "document")
-"""Retrieval spaces: MiniLM dense text, BM25 sparse text, CLIP/SigLIP dense image, ColPali multi-vector."""
-
-
 @dataclass(slots=True)
 class SearchRequest:
     """A query against one corpus. Text, an image, or both."""
@@ -180,7 +176,7 @@ class SearchRequest:
     top_k: int = 10
     document_ids: list[str] | None = None  # restrict to these documents
     metadata: dict[str, Any] = field(default_factory=dict)  # payload equality filters
-    spaces: list[str] | None = None  # subset of SPACES; None = every space the corpus has
+    spaces: list[str] | None = None  # registered space names (mmrag.spaces.registry); None = every space the corpus has
     weights: dict[str, float] | None = None  # RRF weight per space (default 1.0)
     explain: bool = False  # fill Evidence.ranks/scores per space
     image_page_id: str | None = None  # query by an existing page's image ("pages like this one")

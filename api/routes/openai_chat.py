@@ -46,7 +46,7 @@ from mmrag.errors import InvalidInput, NotFound, TooLarge, Unavailable, error_fo
 from mmrag.generate.answer_service import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payloads, final_answer
 from mmrag.generate.conversation import Conversation, Turn
 from mmrag.pipeline import Pipeline
-from mmrag.types import SPACES
+from mmrag.spaces.registry import space_names
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -84,11 +84,11 @@ def model_corpus(model: str, principal: Principal, pipeline: Pipeline) -> tuple[
     if not principal.sees(corpus) or not pipeline.corpora.exists(corpus):
         raise missing
     spaces = [s for s in re.split(r"[+,]", profile) if s] if profile else None
-    unknown = sorted(set(spaces or ()) - set(SPACES))
+    unknown = sorted(set(spaces or ()) - set(space_names()))
     if unknown:
         raise InvalidInput(f"model {model!r}: unknown search space(s) {unknown}; a model is a corpus, optionally "
                            f"with spaces after a colon, e.g. {corpus}:bm25 or {corpus}:text+bm25 (spaces: "
-                           f"{', '.join(SPACES)})", detail={"param": "model", "code": "invalid_value"})
+                           f"{', '.join(space_names())})", detail={"param": "model", "code": "invalid_value"})
     return corpus, spaces
 
 

@@ -34,33 +34,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from mmrag.embed.base import Embedder, Item, Kind
+from mmrag.embed.service_config import BatchingConfig
 from mmrag.embed.threads import ThreadPicker, candidates, set_torch_threads
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 
 BucketFn = Callable[[Item], Hashable]
 SORT_WINDOW = 8  # batches' worth of queued items searched for items of similar size
 log = logging.getLogger(__name__)
-
-
-class BatchingConfig(BaseModel):
-    """How the embedding service batches requests for one model."""
-
-    max_batch: int = Field(default=32, ge=1, le=4096)
-    """Most items in one forward pass (also capped by the embedder's own ``max_batch``)."""
-    max_wait_ms: float = Field(default=0.0, ge=0, le=10_000)
-    """Longest an item waits for its batch to fill while the model is idle; 0: a batch goes as soon
-    as the forward thread is free (it holds everything that queued while the previous one computed)."""
-    queue_size: int = Field(default=256, ge=1)
-    """Most items queued per model; beyond it requests are refused (429 + Retry-After)."""
-    bucket_px: int = Field(default=64, ge=1)
-    """Image sizes rounded up to multiples of this many pixels share a bucket (multi-vector models)."""
-    torch_threads: int = Field(default=0, ge=0)
-    """torch intra-op threads of the forward pass; 0: chosen per batch size by measurement among 1,
-    cores - 1 and all cores (:class:`~mmrag.embed.threads.ThreadPicker`), since the best count
-    depends on the batch and on what else holds the cores."""
 
 
 def modality_bucket(item: Item) -> Hashable:

@@ -12,30 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, load_embedder
-from mmrag.embed.batching import BatchingConfig, DynamicBatcher
+from mmrag.embed.batching import DynamicBatcher
 from mmrag.embed.lazy import LOAD_ERRORS, one_line
+from mmrag.embed.service_config import BatchingConfig, InputLimits
 from mmrag.embed.wire import check_text
 from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge, Unavailable
 from mmrag.imaging import decode_image
 from mmrag.types import Modality
 
 log = logging.getLogger(__name__)
-
-
-class InputLimits(BaseModel):
-    """What one request may carry."""
-
-    max_items: int = Field(default=256, ge=1)
-    """Most inputs in one request."""
-    max_text_chars: int = Field(default=20_000, ge=1)
-    """Longest text input."""
-    max_image_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
-    """Largest encoded image."""
-    max_image_pixels: int = Field(default=40_000_000, ge=1)
-    """Largest decoded image (width x height): decompression-bomb guard."""
 
 
 class EmbedService:

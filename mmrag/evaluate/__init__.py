@@ -8,14 +8,11 @@ from mmrag.evaluate.compare import compare_runs
 from mmrag.evaluate.report import REPORT_SCHEMA_VERSION, Report, load_report
 from mmrag.evaluate.runner import ProgressEvent, run_suite
 from mmrag.evaluate.suite import Suite, load_suite
-from mmrag.evaluate.targets import InProcessTarget, RestTarget
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
-    "InProcessTarget",
     "ProgressEvent",
     "Report",
-    "RestTarget",
     "Suite",
     "compare_runs",
     "load_report",

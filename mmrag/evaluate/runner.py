@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmrag.backends import Backend, LocalBackend
 from mmrag.evaluate.answer_metrics import answer_metrics
 from mmrag.evaluate.metrics import mean_metrics, query_metrics
 from mmrag.evaluate.report import Report, write_jsonl, write_report
 from mmrag.evaluate.stats import stage_latency_stats
 from mmrag.evaluate.suite import QAItem, Query, Suite
-from mmrag.evaluate.targets import Answerer, EvalTarget, Hit, InProcessTarget, SearchPipeline
+from mmrag.evaluate.targets import Answerer, AnswerOutcome, Hit, SearchOutcome, SearchPipeline
 from mmrag.types import SearchRequest
 
 
@@ -54,23 +55,23 @@ def _no_progress(event: ProgressEvent) -> None:
     return None
 
 
-def as_target(target: EvalTarget | SearchPipeline, answerer: Answerer | None = None) -> EvalTarget:
-    """A pipeline object is wrapped in :class:`InProcessTarget`; a target is returned as is."""
+def as_target(target: Backend | SearchPipeline, answerer: Answerer | None = None) -> Backend:
+    """A pipeline object is wrapped in :class:`~mmrag.backends.LocalBackend`; a backend is returned as is."""
     if hasattr(target, "prepare") and hasattr(target, "can_answer"):
         return target  # type: ignore[return-value]
-    return InProcessTarget.of(target, answerer)  # type: ignore[arg-type]
+    return LocalBackend(target, answerer)  # type: ignore[arg-type]
 
 
 def run_suite(
     suite: Suite,
-    pipeline: EvalTarget | SearchPipeline,
+    pipeline: Backend | SearchPipeline,
     out_dir: Path,
     *,
     progress: ProgressCallback | None = None,
     answerer: Answerer | None = None,
     plots: bool = True,
 ) -> Report:
-    """Run ``suite`` against ``pipeline`` (an in-process pipeline or a :class:`RestTarget`).
+    """Run ``suite`` against ``pipeline`` (an in-process pipeline or a :class:`~mmrag.backends.Backend`).
 
     ``progress`` receives a :class:`ProgressEvent` after each document, query and
     question. Errors of single queries are recorded (the query scores 0 and is
@@ -115,7 +116,7 @@ def _notify_each(items: list[Any], stage: str, notify: ProgressCallback) -> Any:
         notify(ProgressEvent(stage, done, len(items), getattr(item, "id", "")))
 
 
-def _run_query(suite: Suite, target: EvalTarget, query: Query) -> dict[str, Any]:
+def _run_query(suite: Suite, target: Backend, query: Query) -> dict[str, Any]:
     spec = suite.spec.pipeline
     request = SearchRequest(query=query.text, top_k=spec.top_k, spaces=spec.spaces, weights=spec.weights,
                             fusion=spec.fusion, rrf_k=spec.rrf_k)
@@ -123,7 +124,7 @@ def _run_query(suite: Suite, target: EvalTarget, query: Query) -> dict[str, Any]
     row: dict[str, Any] = {"id": query.id, "query": query.text, "tags": query.tags, "judgments": judgments}
     t0 = time.perf_counter()
     try:
-        outcome = target.search(suite.corpus_name, request)
+        outcome = SearchOutcome.of(target.search(suite.corpus_name, request))
     except Exception as exc:  # one failing query must not lose the run; it is reported
         row.update(error=f"{type(exc).__name__}: {exc}", ranking=[], timings={}, metrics={})
         ranking: list[str] = []
@@ -162,13 +163,13 @@ def count_ties(ranked: list[tuple[str, float]]) -> int:
     return sum(1 for (k1, s1), (k2, s2) in itertools.pairwise(ranked) if s1 == s2 and k1 != k2)
 
 
-def _run_question(suite: Suite, target: EvalTarget, item: QAItem) -> dict[str, Any]:
+def _run_question(suite: Suite, target: Backend, item: QAItem) -> dict[str, Any]:
     row: dict[str, Any] = {"id": item.id, "question": item.question, "answers": item.answers}
     row["evidence"] = item.evidence
     row["tags"] = item.tags
     t0 = time.perf_counter()
     try:
-        outcome = target.answer(suite.corpus_name, item.question, suite.spec.pipeline.answer_top_k)
+        outcome = AnswerOutcome.of(target.answer(suite.corpus_name, item.question, suite.spec.pipeline.answer_top_k))
     except Exception as exc:  # reported, scores 0
         row.update(error=f"{type(exc).__name__}: {exc}", prediction="", mode="", citations=[], timings={})
     else:

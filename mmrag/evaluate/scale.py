@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mmrag.backends import Backend
 from mmrag.evaluate.metrics import parse_metric_key, query_metrics
 from mmrag.evaluate.runner import as_target, order_by_score
-from mmrag.evaluate.stats import Ratio, ratio_of_means
+from mmrag.evaluate.stats import Estimate, ratio_of_means
 from mmrag.evaluate.suite import Query, Suite
-from mmrag.evaluate.targets import EvalTarget, Hit, SearchPipeline
+from mmrag.evaluate.targets import Hit, SearchOutcome, SearchPipeline
 from mmrag.types import DocumentInfo, SearchRequest
 
 SPACE_ARMS: dict[str, list[str]] = {"document": ["text", "bm25", "document"], "pages": ["text", "bm25"]}
@@ -60,14 +61,14 @@ def ranked_documents(suite: Suite, hits: Sequence[Hit]) -> list[str]:
     return list(dict.fromkeys(key for key, _ in keyed))
 
 
-def question_scores(pipeline: EvalTarget | SearchPipeline, suite: Suite, questions: Sequence[Query],
+def question_scores(pipeline: Backend | SearchPipeline, suite: Suite, questions: Sequence[Query],
                     template: SearchRequest, metric: str = "ndcg@5") -> list[float]:
     """``metric`` of each question, searched with ``template`` (its query replaced by the question's)."""
     name, k = parse_metric_key(metric)
     target = as_target(pipeline)
     out = []
     for q in questions:
-        outcome = target.search(suite.corpus_name, dataclasses.replace(template, query=q.text))
+        outcome = SearchOutcome.of(target.search(suite.corpus_name, dataclasses.replace(template, query=q.text)))
         out.append(query_metrics(ranked_documents(suite, outcome.hits), suite.qrels[q.id], [name], [k])[metric])
     return out
 
@@ -82,16 +83,16 @@ class ScaleResult:
     def mean(self, arm: str, size: str) -> float:
         return float(np.mean(self.scores[arm][size]))
 
-    def ratio(self, arm: str, size: str, *, samples: int = 10_000, seed: int = 0) -> Ratio:
+    def ratio(self, arm: str, size: str, *, samples: int = 10_000, seed: int = 0) -> Estimate:
         """``size`` over the base size for ``arm``, paired over questions."""
         return ratio_of_means(self.scores[arm][size], self.scores[arm][self.base], samples=samples, seed=seed)
 
-    def ratios(self) -> dict[tuple[str, str], Ratio]:
+    def ratios(self) -> dict[tuple[str, str], Estimate]:
         return {(arm, size): self.ratio(arm, size) for arm, by_size in self.scores.items()
                 for size in by_size if size != self.base}
 
 
-def scale_test(pipeline: EvalTarget | SearchPipeline, suite: Suite, questions: Sequence[Query],
+def scale_test(pipeline: Backend | SearchPipeline, suite: Suite, questions: Sequence[Query],
                sizes: Mapping[str, list[str] | None], *, arms: Mapping[str, list[str]] = SPACE_ARMS,
                top_k: int | None = None, metric: str = "ndcg@5") -> ScaleResult:
     """Every question over every corpus size (the first is the base) with every arm's spaces.

@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrag.backends import Backend
 from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound, Unavailable
 from mmrag.evaluate.report import public_report
 from mmrag.evaluate.runner import ProgressEvent, run_suite
 from mmrag.evaluate.suite import Suite, load_suite
-from mmrag.evaluate.targets import EvalTarget
 
 log = logging.getLogger(__name__)
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -49,7 +49,7 @@ class EvalJob:
 
 
 class EvaluationService:
-    def __init__(self, target: EvalTarget, root: Path, suites_dir: Path) -> None:
+    def __init__(self, target: Backend, root: Path, suites_dir: Path) -> None:
         self.target, self.root, self.suites_dir = target, root, suites_dir
         self.root.mkdir(parents=True, exist_ok=True)
         self._jobs: dict[str, EvalJob] = {}

@@ -1,15 +1,105 @@
-"""Statistics for reports and comparisons: latency percentiles, paired bootstrap, permutation test.
+"""The one statistics module: seeded percentile-bootstrap intervals (benchmarks and evaluation reports),
+latency percentiles, paired comparisons with a permutation test.
 
 All functions are pure and seedable (``numpy.random.default_rng(seed)``), so a
-comparison run twice with the same seed gives the same numbers.
+comparison run twice with the same seed gives the same numbers. The benchmarks' own parts (alternating
+rounds, the machine's load, RESULT lines) are in ``bench/_stats.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+Statistic = Callable[[np.ndarray], np.ndarray]  # (resamples, n) -> (resamples,)
+BOOTSTRAP_SAMPLES = 4000
+CONFIDENCE = 0.95
+
+
+def median_stat(x: np.ndarray) -> np.ndarray:
+    return np.median(x, axis=-1)
+
+
+def mean_stat(x: np.ndarray) -> np.ndarray:
+    return np.mean(x, axis=-1)
+
+
+def percentile_stat(q: float) -> Statistic:
+    """The q-th percentile (0..100, linear interpolation) along the last axis."""
+    return lambda x: np.percentile(x, q, axis=-1)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A point value with its 95 % bootstrap interval."""
+
+    value: float  # the statistic on all the data (the median, for rounds)
+    lo: float  # lower bound of the interval
+    hi: float  # upper bound of the interval
+    n: int  # rounds, requests or questions it came from
+
+    def meets(self, target: float, *, at_least: bool) -> bool:
+        """Whether the conservative bound meets ``target`` (lo >= target, or hi <= target)."""
+        return self.lo >= target if at_least else self.hi <= target
+
+    def fields(self, name: str, digits: int = 3) -> str:
+        f = f"{{:.{digits}f}}"
+        return f"{name}={f.format(self.value)} {name}_lo={f.format(self.lo)} {name}_hi={f.format(self.hi)}"
+
+
+def interval(
+    values: Sequence[float],
+    stat: Statistic = median_stat,
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> Estimate:
+    """``stat`` of ``values`` with a percentile-bootstrap interval (values resampled with replacement)."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        raise ValueError("no values to summarise")
+    rng = np.random.default_rng(seed)
+    lo, hi = _bounds(stat(x[rng.integers(0, x.size, size=(samples, x.size))]), confidence)
+    return Estimate(float(stat(x[None, :])[0]), lo, hi, int(x.size))
+
+
+def ratio_interval(
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    stat: Statistic = median_stat,
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> Estimate:
+    """``stat(numerator) / stat(denominator)`` of two independent samples (e.g. the p99 of two arms'
+    request latencies), each resampled on its own."""
+    a, b = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("no values to summarise")
+    rng = np.random.default_rng(seed)
+    boot = stat(a[rng.integers(0, a.size, size=(samples, a.size))]) / stat(
+        b[rng.integers(0, b.size, size=(samples, b.size))]
+    )
+    lo, hi = _bounds(boot, confidence)
+    return Estimate(float(stat(a[None, :])[0] / stat(b[None, :])[0]), lo, hi, int(min(a.size, b.size)))
+
+
+def _bounds(boot: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval of bootstrap replicates."""
+    alpha = (1.0 - confidence) / 2
+    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def paired_ratios(numerator: Sequence[float], denominator: Sequence[float]) -> list[float]:
+    """Per-round ratios of two arms measured in the same rounds."""
+    if len(numerator) != len(denominator):
+        raise ValueError(f"paired rounds differ in length: {len(numerator)} vs {len(denominator)}")
+    return [a / b for a, b in zip(numerator, denominator, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +155,10 @@ def paired_bootstrap_ci(
     diffs: Sequence[float], *, samples: int = 10_000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of paired differences (queries resampled)."""
-    values = np.asarray(diffs, dtype=float)
-    if values.size == 0:
+    if len(diffs) == 0:
         return 0.0, 0.0
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(samples, values.size))
-    means = values[idx].mean(axis=1)
-    alpha = (1.0 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    est = interval(diffs, mean_stat, samples=samples, confidence=confidence, seed=seed)
+    return est.lo, est.hi
 
 
 def paired_permutation_p(diffs: Sequence[float], *, samples: int = 10_000, seed: int = 0) -> float:
@@ -119,24 +204,13 @@ def compare_paired(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Ratio:
-    """``mean(large) / mean(small)`` over paired questions, with its percentile-bootstrap interval."""
-
-    value: float
-    lo: float
-    hi: float
-    n: int  # paired questions
-
-
 def ratio_of_means(large: Sequence[float], small: Sequence[float], *, samples: int = 10_000,
-                   confidence: float = 0.95, seed: int = 0) -> Ratio:
-    """The ratio of means of two paired samples; the bootstrap resamples questions (both arms alike)."""
+                   confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
+    """``mean(large) / mean(small)`` of two paired samples with its percentile-bootstrap interval; the
+    bootstrap resamples questions (both arms alike)."""
     a, b = np.asarray(large, dtype=float), np.asarray(small, dtype=float)
     if a.size == 0 or a.size != b.size:
         raise ValueError(f"paired samples needed, got {a.size} and {b.size} values")
     idx = np.random.default_rng(seed).integers(0, a.size, size=(samples, a.size))  # (samples, n)
-    boot = a[idx].mean(axis=1) / np.maximum(b[idx].mean(axis=1), 1e-12)
-    alpha = (1.0 - confidence) / 2
-    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
-    return Ratio(float(a.mean() / max(b.mean(), 1e-12)), float(lo), float(hi), int(a.size))
+    lo, hi = _bounds(a[idx].mean(axis=1) / np.maximum(b[idx].mean(axis=1), 1e-12), confidence)
+    return Estimate(float(a.mean() / max(b.mean(), 1e-12)), lo, hi, int(a.size))

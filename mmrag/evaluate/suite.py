@@ -24,11 +24,9 @@ of the suite holding ``pyproject.toml``), and can be overridden.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from mmrag.config import deep_merge
 from mmrag.errors import InvalidInput
 from mmrag.evaluate.beir import load_beir_corpus
 from mmrag.evaluate.metrics import METRIC_NAMES
@@ -211,16 +210,6 @@ def list_documents(corpus_dir: Path, include: list[str]) -> list[Path]:
     return sorted(found)
 
 
-def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def _read_spec_file(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")
     data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
@@ -257,9 +246,9 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         if variant not in variants:
             raise InvalidInput(f"suite {file.parent.name!r} has no variant {variant!r}; allowed: "
                                f"{sorted(variants) or 'none'}", detail={"reason": "unknown_variant"})
-        raw = _deep_merge(raw, variants[variant])
+        raw = deep_merge(raw, variants[variant])
     if split:
-        raw = _deep_merge(raw, {"dataset": {"split": split}})
+        raw = deep_merge(raw, {"dataset": {"split": split}})
     try:
         spec = SuiteSpec.model_validate(raw)
     except ValidationError as exc:

@@ -105,7 +105,7 @@ def _html(text: str) -> DocumentFacts:
 
 
 def _email(data: bytes) -> DocumentFacts:
-    from mmrag.ingest.mail import parse_email
+    from mmrag.ingest.convert.mail_page import parse_email
     msg = parse_email(data)
     created = None
     with contextlib.suppress(TypeError, ValueError):

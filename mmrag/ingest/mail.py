@@ -1,30 +1,17 @@
 """Email (EML, RFC 822/MIME): the body becomes a document; each attachment its own document.
 
-The body is the ``text/plain`` part (or the ``text/html`` one, made safe), preceded by the headers
-people search by (From, To, Cc, Date, Subject). Attachments are counted before anything else is
-done with them; more than ``max_email_attachments`` is refused.
+The body is laid out as one page by the converter (``ingest/convert/mail_page.py``). Attachments are
+counted before anything else is done with them; more than ``max_email_attachments`` is refused.
 """
 
 from __future__ import annotations
 
-import email
-import email.policy
-import html
 from email.message import EmailMessage
 from pathlib import PurePath
 
 from mmrag.config import IngestConfig
 from mmrag.errors import TooLarge
-from mmrag.ingest.convert.html_safe import sanitize_html
-from mmrag.ingest.convert.text_render import PAGE_CSS
-
-SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject")
-
-
-def parse_email(data: bytes) -> EmailMessage:
-    msg = email.message_from_bytes(data, policy=email.policy.default)
-    assert isinstance(msg, EmailMessage)
-    return msg
+from mmrag.ingest.convert.mail_page import parse_email
 
 
 def _attachments(msg: EmailMessage) -> list[EmailMessage]:
@@ -50,21 +37,3 @@ def email_attachments(data: bytes, name: str) -> list[tuple[str, bytes]]:
         filename = PurePath(part.get_filename() or f"attachment-{i}").name
         out.append((f"{name}/{filename}", payload))
     return out
-
-
-def email_body_html(data: bytes) -> str:
-    """The message as one safe HTML page: the headers, then the body."""
-    msg = parse_email(data)
-    rows = "".join(f"<tr><th>{h}</th><td>{html.escape(str(msg[h]))}</td></tr>" for h in SHOWN_HEADERS if msg[h])
-    body = msg.get_body(preferencelist=("plain", "html"))
-    content = ""
-    if body is not None:
-        text = body.get_content()
-        if body.get_content_subtype() == "html":
-            content = sanitize_html(text)[0]
-        else:
-            content = "".join(f'<p style="white-space:pre-wrap">{html.escape(p)}</p>'
-                              for p in text.split("\n\n") if p.strip())
-    title = html.escape(str(msg["Subject"] or ""))
-    return (f"<html><head><title>{title}</title><style>{PAGE_CSS}</style></head><body>"
-            f"<table>{rows}</table>{content}</body></html>")

@@ -10,15 +10,14 @@ from mmrag.ingest.parse import parse_image, parse_pdf
 from mmrag.ingest.sniff import KINDS
 from mmrag.types import Page
 
-PIXEL_SPACES = frozenset({"clip", "colpali"})
-"""Spaces that embed page images (their classes have ``needs_image``; tests/jobs check the two agree):
-a CPU worker builds no spaces, so it decides from the names whether a batch's pages are rendered."""
-
 
 def needs_images(spaces: Iterable[str], config: IngestConfig) -> bool:
     """Whether parse renders (and PNG-encodes) page images: a space of the corpus embeds pixels, or every
-    page's PNG is kept as a file (``keep_page_files``). Otherwise the page store renders on demand."""
-    return config.keep_page_files or any(s in PIXEL_SPACES for s in spaces)
+    page's PNG is kept as a file (``keep_page_files``). Otherwise the page store renders on demand. A CPU
+    worker builds no spaces: it reads ``needs_image`` from the registered space classes."""
+    from mmrag.spaces.registry import space_type  # not in the parse worker, which imports this module
+
+    return config.keep_page_files or any(space_type(s).needs_image for s in spaces)
 
 
 def parse_pages(data: bytes, kind: str, doc_id: str, filename: str, config: IngestConfig,

@@ -30,7 +30,7 @@ from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
-from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
+from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore, check_field_name
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ KINDS = tuple(k.value for k in EvidenceKind)
 @dataclass(frozen=True, slots=True)
 class RankerChoice:
     """Which ranker a corpus's searches use: ``own`` (trained on its judgments), ``shipped``,
-    ``configured`` (a model path in MMRAG_RETRIEVE__RANKER) or ``off``; ``problem`` why an own model
+    ``configured`` (a model path in MMRAG_RETRIEVE__RANKING__RANKER) or ``off``; ``problem`` why an own model
     present in the corpus's folder is passed over."""
 
     active: str
@@ -59,15 +59,15 @@ class Retriever:
         self._configured: dict[str, dict[str, Space]] = {}  # corpus config JSON -> spaces with its options
         self.documents = DocumentsCache(catalog)
         self.page_traits = PageTraitsCache(catalog)
-        if config.ranker != "off" and not self.default_ranker.is_file():
-            raise InvalidInput(f"MMRAG_RETRIEVE__RANKER={config.ranker!r}: no such model file; give shipped, off "
-                               "or the path of a model written by `mmrag rank train --out`")
+        if config.ranking.ranker != "off" and not self.default_ranker.is_file():
+            raise InvalidInput(f"MMRAG_RETRIEVE__RANKING__RANKER={config.ranking.ranker!r}: no such model file; give "
+                               "shipped, off or the path of a model written by `mmrag rank train --out`")
         self._warned: dict[str, str] = {}  # own model path -> the problem already logged
 
     @property
     def default_ranker(self) -> Path:
-        """The model file of ``MMRAG_RETRIEVE__RANKER`` (the shipped one for ``shipped`` and ``off``)."""
-        return SHIPPED if self.config.ranker in ("shipped", "off") else Path(self.config.ranker)
+        """The model file of ``MMRAG_RETRIEVE__RANKING__RANKER`` (the shipped one for ``shipped`` and ``off``)."""
+        return SHIPPED if self.config.ranking.ranker in ("shipped", "off") else Path(self.config.ranking.ranker)
 
     def corpus_spaces(self, corpus_config: CorpusConfig) -> dict[str, Space]:
         key = corpus_config.model_dump_json()
@@ -109,6 +109,8 @@ class Retriever:
         if limit is not None and not request.top_k <= limit <= self.config.max_prefetch_limit:
             raise InvalidInput(f"prefetch_limit must be between top_k ({request.top_k}) and "
                                f"{self.config.max_prefetch_limit}, got {limit}")
+        for key in request.metadata:
+            check_field_name(key, "metadata filter key")
         if request.fusion not in (None, "rrf", "dbsf"):
             raise InvalidInput(f"fusion must be 'rrf' or 'dbsf', got {request.fusion!r}")
         if request.fusion == "dbsf" and any(w != 1.0 for w in (request.weights or {}).values()):
@@ -153,12 +155,12 @@ class Retriever:
         """Plan options of ``request``; ``fit``: each document's fit to what the query names (the document
         stage's prior, :meth:`mmrag.retrieve.document_prior.CorpusDocuments.match`); ``sub_queries``: the
         query's sentences scored on their own (:meth:`sub_queries`)."""
-        c = self.config
+        c, r = self.config, self.config.ranking
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
                            rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
                            fusion=request.fusion or ("rrf" if request.weights else c.fusion),
-                           document_weight=c.document_weight if c.document_stage else 0.0,
-                           prior_strength=c.prior_strength, document_candidates=c.document_candidates,
+                           document_weight=r.document_weight if r.document_stage else 0.0,
+                           prior_strength=r.prior_strength, document_candidates=r.document_candidates,
                            document_fit=dict(fit or {}), sub_queries=sub_queries)
 
     def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
@@ -220,7 +222,7 @@ class Retriever:
         query = self._query_input(corpus, request)
         fit: Mapping[str, float] = {}
         documents = None
-        if any(spaces[n].document_level for n in names) and query.text and self.config.document_stage:
+        if any(spaces[n].document_level for n in names) and query.text and self.config.ranking.document_stage:
             documents = self.documents.get(corpus)
             fit = documents.match(query.text).fit
         node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
@@ -235,7 +237,7 @@ class Retriever:
 
     def ranker_in_use(self, corpus: str) -> RankerChoice:
         """The corpus's own model (``RANKER_FILE`` in its folder) where it has a usable one, else
-        ``MMRAG_RETRIEVE__RANKER``'s. An own model that cannot be used (unreadable, other features) is
+        ``MMRAG_RETRIEVE__RANKING__RANKER``'s. An own model that cannot be used (unreadable, other features) is
         passed over with its reason and a warning; a configured one that cannot be used is Unavailable."""
         own = self.catalog.corpora.folder(corpus) / RANKER_FILE
         problem = None
@@ -246,21 +248,21 @@ class Retriever:
                 problem = exc.message
                 if self._warned.setdefault(str(own), problem) is problem:
                     log.warning("corpus %s: its own ranker is passed over: %s", corpus, problem)
-        if self.config.ranker == "off":
+        if self.config.ranking.ranker == "off":
             return RankerChoice("off", None, problem)
         try:
-            return RankerChoice(self.config.ranker if self.config.ranker == "shipped" else "configured",
+            return RankerChoice(self.config.ranking.ranker if self.config.ranking.ranker == "shipped" else "configured",
                                 load_ranker(self.default_ranker), problem)
         except InvalidInput as exc:
-            raise Unavailable(f"{exc.message}; set MMRAG_RETRIEVE__RANKER to shipped, off or a model of this "
+            raise Unavailable(f"{exc.message}; set MMRAG_RETRIEVE__RANKING__RANKER to shipped, off or a model of this "
                               "version") from exc
 
     def candidates(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                    fit: Mapping[str, float], node: QueryNode, request: SearchRequest
                    ) -> tuple[list[CandidatePage], dict[str, Hit]]:
         """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`)."""
-        c = self.config
-        depth = CandidateDepth(max(request.top_k, c.rank_depth), c.rank_documents, c.rank_document_pages)
+        r = self.config.ranking
+        depth = CandidateDepth(max(request.top_k, r.rank_depth), r.rank_documents, r.rank_document_pages)
         node.limit = depth.first_stage + TIE_MARGIN
         first = order_hits(self.store.query(corpus, node), depth.first_stage)
         return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
@@ -280,7 +282,7 @@ class Retriever:
 
     def prior_ranked(self, corpus: str, names: list[str], query: QueryInput, node: QueryNode,
                      request: SearchRequest) -> tuple[list[Hit], dict[str, float]]:
-        """The first stage's best ``top_k`` with the hand-set page prior (``MMRAG_RETRIEVE__RANKER=off``)."""
+        """The first stage's best ``top_k`` with the hand-set page prior (``MMRAG_RETRIEVE__RANKING__RANKER=off``)."""
         with_vectors = ["text"] if "text" in names and query.text else None
         prior = self.page_prior(query, node)
         fetch = max(request.top_k, prior.depth if prior.on else 0)
@@ -299,9 +301,9 @@ class Retriever:
     def page_prior(self, query: QueryInput, node: QueryNode) -> PagePrior:
         """The page's own prior of a text query (:mod:`mmrag.retrieve.page_prior`); off for an image alone
         and after a MaxSim rerank (``node.using``: the rerank orders by MaxSim alone)."""
-        c = self.config
+        r = self.config.ranking
         on = bool(query.text) and node.using is None
-        return PagePrior(c.title_weight, c.figure_weight, c.page_prior_depth if on else 0)
+        return PagePrior(r.title_weight, r.figure_weight, r.page_prior_depth if on else 0)
 
     def hydrate(self, corpus: str, hits: list[Hit], query: QueryInput) -> list[Evidence]:
         words = self.catalog.pages.words(corpus, [h.payload["page_id"] for h in hits])

@@ -4,13 +4,18 @@ into prefetch stages. The retriever fuses the stages of all spaces a request use
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
 from mmrag.config import CorpusConfig
 from mmrag.store.base import FilterSpec, QueryNode, SpaceSpec, VectorValue
 from mmrag.types import Chunk, Page
+
+if TYPE_CHECKING:
+    from mmrag.embed.base import Embedder
 
 
 @dataclass(slots=True)
@@ -38,11 +43,20 @@ class QueryInput:
 class Space(abc.ABC):
     """Lifecycle: built by the composition root from loaded embedders; stateless afterwards."""
 
-    name: str  # one of mmrag.types.SPACES
+    name: str  # its name in the space registry (mmrag.spaces.registry)
+    embedder_name: str | None = None  # the embedder it is built from ("text", "clip", "colpali"); None: none
     takes_text_query: bool = True
     takes_image_query: bool = False
     needs_image: bool = False  # page_vectors wants decoded page images
     document_level: bool = False  # rescoring pages by their document's match (document_stage), no prefetch
+
+    @classmethod
+    def build(cls, embedders: Mapping[str, Embedder]) -> Space | None:
+        """This space over its embedder; None when that embedder is not loaded (the space is off)."""
+        if cls.embedder_name is None:
+            return cls()
+        embedder = embedders.get(cls.embedder_name)
+        return cls(embedder) if embedder is not None else None  # type: ignore[call-arg]
 
     @abc.abstractmethod
     def specs(self) -> list[SpaceSpec]:

@@ -32,6 +32,7 @@ EVIDENCE_AVG_LEN = 40.0  # BM25 length normalisation of evidence texts (tens of 
 
 class DocumentSpace(Space):
     name = "document"
+    embedder_name = "text"
     document_level = True
 
     def __init__(self, embedder: Embedder, datatype: Datatype = "float16") -> None:

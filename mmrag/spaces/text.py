@@ -20,6 +20,7 @@ class TextDenseSpace(Space):
     in (``IngestConfig.table_rows="chunk-header"``); the chunks themselves stay as they are."""
 
     name = "text"
+    embedder_name = "text"
 
     def __init__(self, embedder: Embedder, chunk_context: Sequence[str] = (), datatype: Datatype = "float16") -> None:
         self.embedder = embedder

@@ -49,6 +49,7 @@ class ClipSpace(Space):
     """Dense CLIP/SigLIP: one vector per page image; text or image queries."""
 
     name = "clip"
+    embedder_name = "clip"
     takes_text_query = True
     takes_image_query = True
     needs_image = True
@@ -89,6 +90,7 @@ class ColpaliSpace(Space):
     """Late interaction: the mean (pooled prefetch) vector prefetches, multi-vectors rerank by MaxSim."""
 
     name = "colpali"
+    embedder_name = "colpali"
     takes_text_query = True
     takes_image_query = True
     needs_image = True
@@ -139,14 +141,4 @@ def page_multivectors(embedding: np.ndarray, pool_factor: int) -> dict[str, Vect
     return {"colpali": full, "colpali_mean": prefetch_vector(full)}  # (dim,)
 
 
-def visual_spaces(embedders: dict[str, Embedder], config: CorpusConfig | None = None) -> dict[str, Space]:
-    """The visual spaces the loaded embedders allow (``clip`` / ``colpali`` keys)."""
-    spaces: dict[str, Space] = {}
-    if "clip" in embedders:
-        spaces["clip"] = ClipSpace(embedders["clip"])
-    if "colpali" in embedders:
-        spaces["colpali"] = ColpaliSpace(embedders["colpali"])
-    return {n: s.for_corpus(config) for n, s in spaces.items()} if config is not None else spaces
-
-
-__all__ = ["ClipSpace", "ColpaliSpace", "page_multivectors", "visual_spaces"]
+__all__ = ["ClipSpace", "ColpaliSpace", "page_multivectors"]

@@ -20,11 +20,11 @@ from mmrag.store.base import (
 def open_store(config: StoreConfig, data_dir: Path) -> VectorStore:
     """A server when ``config.url`` is set, else the embedded engine under ``data_dir``."""
     if config.url:
-        from mmrag.store.client import QdrantClientStore
+        from mmrag.store.qdrant_client_store import QdrantClientStore
 
         return QdrantClientStore(url=config.url, api_key=config.api_key, timeout_s=config.timeout_s)
     if config.engine == "local":
-        from mmrag.store.client import QdrantClientStore
+        from mmrag.store.qdrant_client_store import QdrantClientStore
 
         return QdrantClientStore(path=str(data_dir / "qdrant-local"))
     from mmrag.store.edge import EdgeStore

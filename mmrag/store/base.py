@@ -9,10 +9,13 @@ The same plan runs on the embedded engine and on a server.
 from __future__ import annotations
 
 import abc
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from mmrag.errors import InvalidInput
 
 SpaceKind = Literal["dense", "multivector", "sparse"]
 Quantization = Literal["none", "binary", "scalar"]
@@ -56,6 +59,17 @@ class PointRecord:
     id: str  # UUID string
     vectors: dict[str, VectorValue]
     payload: dict[str, Any]
+
+
+FIELD_NAME = re.compile(r"[\w-]+(\[\d*\])?")  # one payload field as Qdrant's key paths take it (unquoted)
+FIELD_NAME_RULE = "letters, digits, '_' and '-' (dots separate nested fields)"
+
+
+def check_field_name(path: str, what: str = "filter field") -> None:
+    """A key path (``doc.periods``) both engines take; else InvalidInput naming the allowed characters (the
+    engines would refuse the path with an error of their own)."""
+    if not all(FIELD_NAME.fullmatch(part) for part in path.split(".")):
+        raise InvalidInput(f"{what} {path!r} cannot be filtered on: a field name holds only {FIELD_NAME_RULE}")
 
 
 @dataclass(slots=True)

@@ -9,16 +9,8 @@ import pytest
 from scipy import stats
 
 from bench import _stats
-from bench._stats import (
-    Estimate,
-    alternate,
-    interval,
-    paired_ratios,
-    percentile_stat,
-    ratio_interval,
-    result_line,
-    verdict,
-)
+from bench._stats import alternate, result_line, verdict
+from mmrag.evaluate.stats import Estimate, interval, paired_ratios, percentile_stat, ratio_interval
 
 
 def test_median_interval_matches_scipy_percentile_bootstrap() -> None:
@@ -86,3 +78,12 @@ def test_a_run_started_on_a_busy_machine_is_flagged_and_meets_no_target(monkeypa
     monkeypatch.setattr(_stats, "LOAD_BEFORE", 0.1)
     assert result_line({"r": est}).endswith("loaded=0")
     assert ": met" in verdict("r", est, 1.0, at_least=True)
+
+
+def test_paired_result_prints_the_ratio_its_verdict_and_each_arms_seconds(capsys) -> None:
+    times = {"base": [1.0, 2.0, 1.0, 2.0, 1.0], "arm": [1.5, 3.0, 1.5, 3.0, 1.5]}
+    _stats.paired_result("cost", "arm / base", times, "arm", "base", 2.0, at_least=False, extra={"n": 5})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("target cost (arm / base) <= 2.0:")
+    assert lines[2].startswith("RESULT cost=1.500 cost_lo=1.500 cost_hi=1.500 base_s=1.000 base_s_lo=")
+    assert " arm_s=1.500 " in lines[2] and " n=5 " in lines[2]

@@ -13,7 +13,7 @@ def test_every_command_and_group_is_registered() -> None:
     assert isinstance(command, typer.core.TyperGroup)
     assert set(command.commands) == {"serve", "ingest", "search", "corpora", "reweight-bm25", "reindex-documents",
                                      "embed-serve",
-                                     "answer", "eval", "worker", "keys", "rank", "mcp"}
+                                     "answer", "eval", "worker", "keys", "rank", "mcp", "config"}
     result = CliRunner().invoke(app, ["eval", "--help"])
     assert result.exit_code == 0 and "run" in result.output
 

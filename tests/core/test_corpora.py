@@ -17,7 +17,7 @@ from mmrag.errors import Conflict, InvalidInput, NotFound
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.state import JobStore
 from mmrag.jobs.writer import JobWriter
-from mmrag.pipeline import build_spaces
+from mmrag.spaces.registry import build_spaces
 from mmrag.store import open_store
 from mmrag.types import Document, Page, TextSource
 from tests.conftest import make_settings

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from api.embed_server import InputLimits, create_embed_app
+from api.embed_server import create_embed_app
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, register_embedder
-from mmrag.embed.batching import BatchingConfig
 from mmrag.embed.service_client import RemoteEmbedder, png_bytes
+from mmrag.embed.service_config import BatchingConfig, InputLimits
 from mmrag.embed.wire import CONTENT_TYPE, decode_vectors
 from mmrag.errors import Unavailable
 from mmrag.types import Modality

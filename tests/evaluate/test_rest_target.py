@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mmrag.backends import RemoteBackend
+from mmrag.rest_client import Client
 from mmrag.errors import MMRAGError
 from mmrag.evaluate.runner import run_suite
 from mmrag.evaluate.suite import load_suite
-from mmrag.evaluate.targets import RestTarget
 from mmrag.pipeline import build_pipeline
 from tests.api.conftest import Server
 from tests.conftest import make_settings
@@ -46,7 +47,7 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
     assert len(jobs) == 1 and jobs[0].pages_done == 7  # in-process evaluation ingested through one job
 
     server = Server(tmp_path / "rest", tmp_path / "server.log", ENV)
-    target = RestTarget(server.url)
+    target = RemoteBackend(Client(server.url, timeout_s=300.0), job_timeout_s=300.0)
     try:
         rest_numbered = run_suite(numbered, target, tmp_path / "rest-numbered", plots=False)
         listed = sorted(d["filename"] for d in target.client.documents(numbered.corpus_name))

@@ -12,7 +12,6 @@ from mmrag.config import IngestConfig
 from mmrag.ingest.ids import document_id
 from mmrag.jobs import stages
 from mmrag.jobs.model import Manifest, Planned, Work
-from mmrag.jobs.pages import PIXEL_SPACES
 from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.uploads import check_uploaded_file
@@ -31,7 +30,7 @@ def parse_document(data: bytes, filename: str, config: IngestConfig,
         spool = Spool(Path(tmp))
         ctx = stages.StageContext(config, spool, batch_pages=config.max_pages, parser=PARSER)  # one batch: all
         spool.put_manifest("job", 0, Manifest("corpus", name, document_id(data), spool.put_blob(data), len(data),
-                                              dict(metadata or {}), sorted(PIXEL_SPACES), None, kind.name))
+                                              dict(metadata or {}), ["clip", "colpali"], None, kind.name))
         commit, *parses = stages.plan(ctx, Work("plan", "job", 0))
         assert isinstance(commit.info, Planned) and commit.info.batches == len(parses) == 1
         stages.parse(ctx, parses[0])

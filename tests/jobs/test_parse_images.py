@@ -13,11 +13,12 @@ from PIL import Image
 from api.app import create_app
 from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.embed.base import EmbedderOptions, load_embedder
-from mmrag.jobs.pages import PIXEL_SPACES, needs_images
+from mmrag.jobs.pages import needs_images
 from mmrag.pipeline import build_pipeline
 from mmrag.spaces.base import Space
 from mmrag.spaces.bm25 import Bm25Space
 from mmrag.spaces.document import DocumentSpace
+from mmrag.spaces.registry import space_type
 from mmrag.spaces.text import TextDenseSpace
 from mmrag.spaces.visual import ClipSpace, ColpaliSpace
 from tests.conftest import make_settings
@@ -28,9 +29,10 @@ def _pixels(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
-def test_pixel_spaces_are_the_spaces_that_need_images():
+def test_pages_are_rendered_for_the_registered_spaces_that_need_images():
     classes: list[type[Space]] = [TextDenseSpace, Bm25Space, ClipSpace, ColpaliSpace, DocumentSpace]
-    assert {c.name for c in classes if c.needs_image} == PIXEL_SPACES
+    assert {c.name: space_type(c.name) for c in classes} == {c.name: c for c in classes}
+    assert {c.name for c in classes if c.needs_image} == {"clip", "colpali"}
     assert not needs_images(["text", "bm25", "document"], IngestConfig())
     assert needs_images(["text", "clip"], IngestConfig())
     assert needs_images(["text"], IngestConfig(keep_page_files=True))  # every PNG kept as a file

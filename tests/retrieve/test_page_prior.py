@@ -9,7 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from mmrag.config import IngestConfig
+from mmrag.config import IngestConfig, RankingConfig
 from mmrag.ingest.parse import parse_pdf
 from mmrag.retrieve.page_prior import (
     FIGURE_CAP,
@@ -28,7 +28,7 @@ from mmrag.types import SearchRequest
 from tests.conftest import CORPUS
 
 FILING = CORPUS.parent / "filings" / "pdf" / "3M_2016_10K.pdf"
-PRIOR = PagePrior(title_weight=1.0, figure_weight=4.0, depth=30)  # the defaults (RetrieveConfig)
+PRIOR = PagePrior(title_weight=1.0, figure_weight=4.0, depth=30)  # the defaults (RankingConfig)
 
 
 def hit(page_id: str, score: float, document_id: str = "doc") -> Hit:
@@ -117,9 +117,9 @@ def segment_report(pipeline):
 def test_the_search_multiplies_each_candidate_by_its_page_prior(segment_report) -> None:
     query = "What operating income did the Health Care segment report in 2016?"
     retriever = segment_report.retriever
-    retriever.config = retriever.config.model_copy(update={"ranker": "off"})  # the prior is the ranker-off order
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(ranker="off")})  # the prior's order
     on = segment_report.search("seg", SearchRequest(query=query, top_k=5, explain=True)).evidence
-    retriever.config = retriever.config.model_copy(update={"page_prior_depth": 0})
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(ranker="off", page_prior_depth=0)})
     off = {e.page: e.score for e in segment_report.search("seg", SearchRequest(query=query, top_k=5)).evidence}
     factors = {e.page: e.scores["page_prior"] for e in on}
     assert factors[2] > factors[1] >= 1.0  # the table page holds figures, the prose page almost none

@@ -8,6 +8,7 @@ import numpy as np
 import pymupdf
 import pytest
 
+from mmrag.config import RankingConfig
 from mmrag.errors import InvalidInput
 from mmrag.retrieve.rank_features import FEATURES
 from mmrag.retrieve.ranker import SHIPPED, load_ranker, train_ranker
@@ -83,8 +84,8 @@ def report(pipeline):
 def test_the_search_ranks_every_page_of_its_best_document_by_the_model(report, tmp_path: Path) -> None:
     retriever = report.retriever
     query = "How much did the company pay in dividends in 2016, per its cash flow statement?"
-    retriever.config = retriever.config.model_copy(update={"ranker": str(toy_model(tmp_path)), "rank_depth": 1,
-                                                           "rank_documents": 1})
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
+        ranker=str(toy_model(tmp_path)), rank_depth=1, rank_documents=1)})
     request = SearchRequest(query=query, top_k=1, explain=True)
     spaces, names, text, fit, node = retriever.prepare("r", request)
     candidates, _ = retriever.candidates("r", spaces, names, text, fit, node, request)
@@ -109,13 +110,13 @@ def test_a_configured_model_that_is_missing_stops_the_start_and_a_broken_one_is_
     from mmrag.retrieve.search import Retriever
 
     r = report.retriever
+    missing = r.config.model_copy(update={"ranking": RankingConfig(ranker=str(tmp_path / "nope.txt"))})
     with pytest.raises(InvalidInput, match="no such model file; give shipped, off"):
-        Retriever(r.catalog, r.store, r.spaces, r.config.model_copy(update={"ranker": str(tmp_path / "nope.txt")}),
-                  r.ingest)
+        Retriever(r.catalog, r.store, r.spaces, missing, r.ingest)
     broken = tmp_path / "broken.txt"
     broken.write_text("tree\nnot really")
-    r.config = r.config.model_copy(update={"ranker": str(broken)})
-    with pytest.raises(Unavailable, match="not a LightGBM model; set MMRAG_RETRIEVE__RANKER"):
+    r.config = r.config.model_copy(update={"ranking": RankingConfig(ranker=str(broken))})
+    with pytest.raises(Unavailable, match="not a LightGBM model; set MMRAG_RETRIEVE__RANKING__RANKER"):
         report.search("r", SearchRequest(query="dividends paid"))
-    r.config = r.config.model_copy(update={"ranker": "off"})
+    r.config = r.config.model_copy(update={"ranking": RankingConfig(ranker="off")})
     assert report.search("r", SearchRequest(query="dividends paid")).evidence  # the old first stage

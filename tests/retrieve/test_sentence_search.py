@@ -8,6 +8,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
+from mmrag.config import RankingConfig
 from mmrag.types import SearchRequest
 
 PAGES = [
@@ -39,7 +40,7 @@ def report(pipeline):
 
 def ranking(pipeline, mode: str, query: str) -> list[tuple[int, float]]:
     pipeline.retriever.config = pipeline.retriever.config.model_copy(  # the first stage alone: no prior, no ranker
-        update={"sentence_queries": mode, "page_prior_depth": 0, "ranker": "off"})
+        update={"sentence_queries": mode, "ranking": RankingConfig(page_prior_depth=0, ranker="off")})
     return [(e.page, e.score) for e in pipeline.search("f", SearchRequest(query=query, top_k=5)).evidence]
 
 

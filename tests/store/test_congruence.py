@@ -9,10 +9,10 @@ import uuid
 import numpy as np
 import pytest
 
-from mmrag.errors import NotFound
+from mmrag.errors import InvalidInput, NotFound
 from mmrag.store import CollectionSpec, FilterSpec, PointRecord, QueryNode, SpaceSpec, SparseVec
-from mmrag.store.client import QdrantClientStore
 from mmrag.store.edge import EdgeStore
+from mmrag.store.qdrant_client_store import QdrantClientStore
 
 N, DIM, MV = 60, 16, 8
 SPEC = CollectionSpec(spaces=(
@@ -205,3 +205,12 @@ def test_edge_points_survive_a_reopen_without_a_write_ahead_log(tmp_path, data):
     finally:
         again.close()
         store.close()
+
+
+@pytest.mark.parametrize("key", ["meta.a b", "meta.a:b", 'meta.a"b', "meta."])
+def test_a_filter_key_neither_engine_takes_is_invalid_input_naming_the_allowed_characters(stores, key):
+    for store in stores.values():
+        with pytest.raises(InvalidInput, match=r"a field name holds only letters, digits, '_' and '-'"):
+            store.query("c", QueryNode(limit=3, using="dense", vector=np.ones(DIM, np.float32),
+                                       filter=FilterSpec(match={key: 1})))
+        assert store.count("c", FilterSpec(match={"meta.doc.a-b_1": 1, "meta.x[]": 1})) == 0  # these pass

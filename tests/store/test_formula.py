@@ -11,8 +11,8 @@ import pytest
 
 from mmrag.store import CollectionSpec, FilterSpec, PointRecord, QueryNode, SpaceSpec
 from mmrag.store.base import ScoreFormula
-from mmrag.store.client import QdrantClientStore
 from mmrag.store.edge import EdgeStore
+from mmrag.store.qdrant_client_store import QdrantClientStore
 
 N, DIM = 40, 8
 SPEC = CollectionSpec(spaces=(SpaceSpec("page", "dense", DIM), SpaceSpec("doc", "dense", DIM)))

@@ -10,8 +10,8 @@ import pytest
 
 from mmrag.errors import NotFound
 from mmrag.store import CollectionSpec, PointRecord, SpaceSpec, SparseVec
-from mmrag.store.client import QdrantClientStore
 from mmrag.store.edge import EdgeStore
+from mmrag.store.qdrant_client_store import QdrantClientStore
 
 SPEC = CollectionSpec(spaces=(SpaceSpec("text", "dense", 4), SpaceSpec("bm25", "sparse", idf=True)))
 

@@ -17,6 +17,7 @@ import pymupdf
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument
 from mmrag.ingest.convert.libreoffice import libreoffice_pdf
+from mmrag.ingest.convert.mail_page import email_body_html
 from mmrag.ingest.convert.sandbox import Limits, job_folder, run_converter
 from mmrag.ingest.convert.text_render import csv_page_width, render_html
 from mmrag.ingest.convert.unlink import unlink_external
@@ -78,7 +79,6 @@ def convert_to_pdf(data: bytes, kind: str, config: IngestConfig, converter: str 
     """PDF bytes of a file of ``kind`` (a sniffed kind name) with its converter (or the one named)."""
     use = converter or CONVERTER[kind]
     if kind == "eml":  # the body (headers + text) as a page; attachments are documents of their own
-        from mmrag.ingest.mail import email_body_html
         return mupdf_pdf(email_body_html(data).encode(), "html", config)
     if kind in OOXML_KINDS or kind in ODF_KINDS:
         data = unlink_external(data)  # linked pictures and templates show as absent, never loaded

@@ -1,0 +1,115 @@
+"""The one query translator: our plan (:class:`QueryNode`, :class:`FilterSpec`, :class:`ScoreFormula`,
+:class:`SpaceSpec`) as Qdrant's request models (``qdrant_client.models``).
+
+The qdrant-client backend sends these models as they are; the embedded engine maps them one to one onto
+its own types (``store/edge_request.py``), as qdrant-client maps the same models onto REST and gRPC.
+What a plan means in Qdrant's terms is therefore written once, here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from qdrant_client import models
+
+from mmrag.store.base import (
+    FilterSpec,
+    Hit,
+    QueryNode,
+    ScoreFormula,
+    SpaceSpec,
+    SparseVec,
+    VectorValue,
+    check_field_name,
+)
+
+
+def vector_params(space: SpaceSpec) -> models.VectorParams:
+    """A dense or multi-vector space's collection parameters."""
+    multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM) \
+        if space.kind == "multivector" else None
+    hnsw = None if space.index else models.HnswConfigDiff(m=0)
+    quant: Any = None
+    if space.quantization == "binary":
+        quant = models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
+    elif space.quantization == "scalar":
+        quant = models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8,
+                                                                                  always_ram=True))
+    datatype = models.Datatype.FLOAT16 if space.datatype == "float16" else None
+    return models.VectorParams(size=space.dim, distance=models.Distance.COSINE, multivector_config=multi,
+                               hnsw_config=hnsw, quantization_config=quant, datatype=datatype)
+
+
+def sparse_params(space: SpaceSpec) -> models.SparseVectorParams:
+    return models.SparseVectorParams(modifier=models.Modifier.IDF if space.idf else None)
+
+
+def vector(value: VectorValue) -> list[float] | list[list[float]] | models.SparseVector:
+    """(dim,) dense or (n, dim) multi-vector as nested lists; sparse as Qdrant's sparse vector."""
+    if isinstance(value, SparseVec):
+        return models.SparseVector(indices=list(value.indices), values=list(value.values))
+    return np.asarray(value, dtype=np.float32).tolist()  # type: ignore[no-any-return]
+
+
+def to_filter(flt: FilterSpec | None) -> models.Filter | None:
+    """All conditions must hold; list values match any of their items; ranges are inclusive."""
+    if flt is None or flt.empty():
+        return None
+    must: list[Any] = []
+    for key, value in flt.match.items():
+        check_field_name(key)
+        match: Any = models.MatchAny(any=list(value)) if isinstance(value, list | tuple | set) \
+            else models.MatchValue(value=value)
+        must.append(models.FieldCondition(key=key, match=match))
+    for key, (gte, lte) in flt.ranges.items():
+        check_field_name(key)
+        must.append(models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte)))
+    return models.Filter(must=must)
+
+
+def formula(spec: ScoreFormula) -> models.FormulaQuery:
+    """``$score[0] * (1 + sum(priors[i] * $score[i + 1]) + sum(boost for each condition))``."""
+    prior: list[Any] = [1.0] + [models.MultExpression(mult=[w, f"$score[{i + 1}]"])
+                                for i, w in enumerate(spec.priors)]
+    for boost, flt in spec.boosts:
+        condition = to_filter(flt)
+        if condition is not None:
+            prior.append(models.MultExpression(mult=[boost, condition]))
+    factors: list[Any] = ["$score[0]", models.SumExpression(sum=prior)]
+    defaults: dict[str, Any] = {f"$score[{i}]": 0.0 for i in range(len(spec.priors) + 1)}
+    return models.FormulaQuery(formula=models.MultExpression(mult=factors), defaults=defaults)
+
+
+def query(node: QueryNode) -> Any:
+    """How the node scores: a vector (nearest by ``node.using``), a formula, a fusion, or None (its filter)."""
+    if node.vector is not None:
+        return vector(node.vector)
+    if node.formula is not None:
+        return formula(node.formula)
+    if node.fusion == "rrf":
+        return models.RrfQuery(rrf=models.Rrf(k=node.rrf_k, weights=node.weights))
+    if node.fusion == "dbsf":
+        return models.FusionQuery(fusion=models.Fusion.DBSF)
+    return None
+
+
+def search_params(node: QueryNode) -> models.SearchParams:
+    return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore))
+
+
+def prefetches(node: QueryNode) -> list[models.Prefetch] | None:
+    """The node's children as Qdrant prefetches (None when it has none)."""
+    return [prefetch(p) for p in node.prefetch] or None
+
+
+def prefetch(node: QueryNode) -> models.Prefetch:
+    return models.Prefetch(prefetch=prefetches(node), query=query(node), using=node.using,
+                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node))
+
+
+def to_hit(point: Any) -> Hit:
+    """A scored point or a record (score 0) of either engine."""
+    vectors = point.vector if isinstance(point.vector, dict) else {}
+    return Hit(id=str(point.id), score=float(getattr(point, "score", 0.0) or 0.0), payload=dict(point.payload or {}),
+               vectors=vectors)
