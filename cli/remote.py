@@ -19,8 +19,8 @@ import httpx
 
 from mmrag import errors
 from mmrag.backends import Backend, LocalBackend, RemoteBackend
-from mmrag.rest_client import Client
 from mmrag.config import load_settings
+from mmrag.rest_client import Client
 
 if TYPE_CHECKING:
     from mmrag.pipeline import Pipeline

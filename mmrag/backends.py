@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mmrag.rest_client import Client
 from mmrag.errors import Conflict, MMRAGError
+from mmrag.rest_client import Client
 from mmrag.types import SearchRequest
 
 if TYPE_CHECKING:

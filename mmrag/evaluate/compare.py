@@ -1,6 +1,6 @@
 """Compare two runs of the same suite: per-metric deltas with paired statistics.
 
-For every metric both runs report, the per-query values of the queries both
+For every metric both runs report (page-level ones as ``page <metric>``), the per-query values of the queries both
 runs scored are paired; ``delta = mean(B - A)`` with a percentile paired
 bootstrap interval and a two-sided paired randomisation (sign-flip) p-value
 (:mod:`.stats`). Writes ``compare.json`` (``kind: "compare"``), ``compare.md``
@@ -45,6 +45,7 @@ def compare_reports(
     qa, qb = per_query_metrics(a), per_query_metrics(b)
     shared = sorted(set(qa) & set(qb))
     metrics = [m for m in a.data["metrics"] if m in b.data["metrics"]]
+    metrics += [f"page {m}" for m in a.data.get("page_metrics") or {} if m in (b.data.get("page_metrics") or {})]
     rows: dict[str, dict[str, float]] = {}
     for metric in metrics:
         ids = [i for i in shared if metric in qa[i] and metric in qb[i]]

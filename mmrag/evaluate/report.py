@@ -114,7 +114,8 @@ def load_report(path: Path) -> Report:
 
 
 def per_query_metrics(report: Report) -> dict[str, dict[str, float]]:
-    """``{item id: {metric: value}}`` from the run's queries.jsonl (and answers.jsonl)."""
+    """``{item id: {metric: value}}`` from the run's queries.jsonl (and answers.jsonl); page-level metrics
+    (questions that name a page) as ``page <metric>``."""
     out: dict[str, dict[str, float]] = {}
     for name in ("queries", "answers"):
         rel = report.data["artefacts"].get(name)
@@ -122,6 +123,8 @@ def per_query_metrics(report: Report) -> dict[str, dict[str, float]]:
             for row in read_jsonl(report.out_dir / rel):
                 if row["metrics"]:
                     out.setdefault(row["id"], {}).update(row["metrics"])
+                if row.get("page_metrics"):
+                    out.setdefault(row["id"], {}).update({f"page {k}": v for k, v in row["page_metrics"].items()})
     return out
 
 

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from mmrag.backends import RemoteBackend
-from mmrag.rest_client import Client
 from mmrag.errors import MMRAGError
 from mmrag.evaluate.runner import run_suite
 from mmrag.evaluate.suite import load_suite
 from mmrag.pipeline import build_pipeline
+from mmrag.rest_client import Client
 from tests.api.conftest import Server
 from tests.conftest import make_settings
 
