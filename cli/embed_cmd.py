@@ -24,20 +24,29 @@ def embed_serve(
         help="torch threads of the forward pass; 0: chosen per batch size by measurement.")] = 0,
     device: Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
+    text_precision: Annotated[str | None, typer.Option(
+        help="st: text models: float32, int8 or bf16 (default: MMRAG_EMBED__TEXT_PRECISION, else float32).")] = None,
 ) -> None:
     """Serve embedders over HTTP with dynamic batching; models that cannot load are reported in /health."""
     import uvicorn
 
     from api.embed_server import create_embed_app
     from mmrag.config import load_settings
-    from mmrag.embed.base import EmbedderOptions, register_backends
+    from mmrag.embed.base import TEXT_PRECISIONS, EmbedderOptions, register_backends
     from mmrag.embed.batching import BatchingConfig
     from mmrag.hub import go_offline_if_unreachable
 
-    register_backends(load_settings().embed.backends)  # extra backends (MMRAG_EMBED__BACKENDS)
+    if text_precision is not None and text_precision not in TEXT_PRECISIONS:
+        raise typer.BadParameter(f"{text_precision!r} is not one of: {', '.join(TEXT_PRECISIONS)}",
+                                 param_hint="--text-precision")
+    settings = load_settings()
+    register_backends(settings.embed.backends)  # extra backends (MMRAG_EMBED__BACKENDS)
     go_offline_if_unreachable()  # the models load at start-up: do not spend the hub's retries on each
 
     batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size,
                               torch_threads=torch_threads)
-    app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), batching)
+    options = EmbedderOptions(device=device, dtype=dtype,
+                              text_precision=text_precision or settings.embed.text_precision,
+                              cache_dir=str(settings.data_dir / "models"))
+    app = create_embed_app(model or DEFAULT_MODELS, options, batching)
     uvicorn.run(app, host=host, port=port, log_level="info")
