@@ -46,7 +46,6 @@ def embed_serve(
     batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, queue_size=queue_size,
                               torch_threads=torch_threads)
     options = EmbedderOptions(device=device, dtype=dtype,
-                              text_precision=text_precision or settings.embed.text_precision,
-                              cache_dir=str(settings.data_dir / "models"))
+                              text_precision=text_precision or settings.embed.text_precision)
     app = create_embed_app(model or DEFAULT_MODELS, options, batching)
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -127,9 +127,9 @@ class EmbedConfig(BaseModel):
     """Dense text embedder spec (always on)."""
     text_precision: TextPrecision = "float32"
     """What the text model (``st:`` specs) computes in, for documents and queries alike: ``float32``;
-    ``int8`` (the transformer exported to ONNX and quantised at first use into ``<data_dir>/models``,
-    run by ONNX Runtime on the CPU); ``bf16`` (torch autocast). A corpus's vectors and its queries must
-    come from one precision: changing it means re-ingesting (docs/benchmarks.md, "Text embedding precision")."""
+    ``int8`` (the transformer exported to ONNX and quantised at first use into ``~/.cache/mmrag``,
+    run by ONNX Runtime on the CPU); ``bf16`` (torch autocast). Vectors of two precisions are close, not
+    equal: re-ingest after changing it (docs/embedding.md, "Text precision")."""
     clip_model: str | None = "open_clip:ViT-B-32/laion2b_s34b_b79k"
     """CLIP/SigLIP spec for the ``clip`` space; None disables it. Skipped with a warning if it cannot load."""
     colpali_model: str | None = "hf:vidore/colqwen2-v1.0-hf"

@@ -95,7 +95,7 @@ class EmbedderOptions:
     device: str = "cpu"  # auto (cuda if available), cpu, cuda:1, ...: resolved by mmrag.devices
     dtype: str = "auto"  # auto: fp32 on CPU, bf16 on GPU (fp16 where bf16 is unsupported)
     text_precision: str = "float32"  # st: text models: float32, int8 (ONNX Runtime, CPU) or bf16 (autocast)
-    cache_dir: str | None = None  # where derived model files go (the int8 export); None: ~/.cache/mmrag
+    cache_dir: str | None = None  # where derived model files go (the int8 export); None: $XDG_CACHE_HOME/mmrag
 
 
 Factory = Callable[[str, EmbedderOptions], Embedder]

@@ -3,8 +3,9 @@ quantised with ONNX Runtime's dynamic int8 (weights int8 per output channel, act
 batch: the u8s8 dot products of AVX-512 VNNI), run by an ONNX Runtime session on the CPU.
 
 Nothing is downloaded: the export reads the weights already loaded from the local model folder, at
-first use, into a cache folder keyed by the weights' hash and the torch / ONNX Runtime versions
-(``<cache>/onnx-int8/<key>/model.onnx``). A later load reuses the file; a file that ONNX Runtime
+first use, into the user's cache folder (:func:`default_cache_root`), keyed by the weights' hash and
+the torch / ONNX Runtime versions (``<cache>/onnx-int8/<key>/model.onnx``), so every process and data
+folder on a machine shares one export. A later load reuses the file; a file that ONNX Runtime
 cannot open (a torn write, a disk error) is rebuilt once. The export is written to a temporary folder
 and moved into place, so a crash never leaves a half-written model under the key.
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -99,7 +99,7 @@ class OnnxInt8Encoder:
             self.session(1)
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             log.warning("int8 model %s does not load (%s); rebuilding it", self.path, exc)
-            shutil.rmtree(self.path.parent, ignore_errors=True)
+            self.path.unlink(missing_ok=True)
             export_int8(model, self.names, self.path)
             self.session(1)
 
