@@ -9,10 +9,12 @@ throughput, and the distance of each arm to what this CPU can compute.
    tokens/s; medians over rounds with 95 % intervals, and each arm over float32 paired per round.
 3. **The limit**: a plain GEMM loop (``M x K @ K x N``, MiniLM's shapes: K = 384, N = 1536) in
    float32 and bfloat16 (``torch.mm``) and int8 (ONNX Runtime ``MatMulInteger``, uint8 x int8 ->
-   int32, the kernel of the int8 arm) on the same threads;
+   int32, the kernel of the int8 arm) on the same threads, 0.5 s per dtype in every round (alternated
+   with the arms, so each round's fraction pairs the model and the GEMM under the same load);
    multiply-adds per token of the model (layers x (4 H^2 + 2 H I) + attention 2 T H per layer) give
-   each arm's achieved multiply-adds/s and its fraction of its own GEMM rate, and, with ``--chunks-per-page``
-   / ``--tokens-per-chunk`` (from ``bench.ingest``), the pages/s the GEMM rate would allow.
+   each arm's achieved multiply-adds/s and its fraction of its own GEMM rate; chunks per page and tokens
+   per chunk (the sample pages cut into the product's word windows, or ``--chunks-per-page`` from
+   ``bench.ingest``) give multiply-adds per page and the pages/s each GEMM rate would allow.
 
     python -m bench.embed_precision [--pages 600] [--rounds 10] [--batch 32] [--threads 2]
 
@@ -40,16 +42,24 @@ GEMM_DTYPE = {"float32": "float32", "bf16": "bf16", "int8": "int8"}  # the GEMM 
 
 
 def page_texts(n: int) -> list[str]:
-    """``n`` page texts spread evenly over every page of the shared corpora (fixed order)."""
+    """About ``n`` page texts (100+ characters) spread evenly over every page of the shared corpora."""
     import pymupdf
 
+    pdfs = [pdf for folder in CORPORA for pdf in sorted((SHARED / folder).glob("*.pdf"))]
+    counts = []
+    for pdf in pdfs:
+        with pymupdf.open(pdf) as doc:
+            counts.append(doc.page_count)
+    step = max(1, sum(counts) // n)
     pages: list[str] = []
-    for folder in CORPORA:
-        for pdf in sorted((SHARED / folder).glob("*.pdf")):
-            with pymupdf.open(pdf) as doc:
-                pages.extend(t for p in doc if len(t := " ".join(p.get_text().split())) >= 100)
-    step = max(1, len(pages) // n)
-    return pages[::step][:n]
+    seen = 0
+    for pdf, count in zip(pdfs, counts, strict=True):
+        with pymupdf.open(pdf) as doc:
+            for i in range(-seen % step, count, step):
+                if len(text := " ".join(doc[i].get_text().split())) >= 100:
+                    pages.append(text)
+        seen += count
+    return pages[:n]
 
 
 def macs_per_token(config: Any, tokens: float) -> float:
@@ -96,6 +106,19 @@ def _int8_gemm(m: int, k: int, n: int, threads: int) -> Any:
     return lambda: session.run(None, {"a": a})
 
 
+def chunk_shape(model: Any, texts: list[str]) -> tuple[float, float]:
+    """Chunks per page and tokens per chunk (truncated as the model does) when the page texts are cut
+    into the product's word windows (``chunk_spans`` with the default ``chunk_words`` / overlap)."""
+    from mmrag.config import IngestConfig
+    from mmrag.ingest.chunking import chunk_spans
+
+    cfg = IngestConfig()
+    chunks = [" ".join(words[a:b]) for t in texts for words in [t.split()]
+              for a, b in chunk_spans(len(words), cfg.chunk_words, cfg.chunk_overlap)]
+    tokens = sum(model.size(row) for row in model.prepare(chunks))
+    return len(chunks) / len(texts), tokens / len(chunks)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=600)
@@ -103,8 +126,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32, help="texts in one timed forward")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--arms", default=",".join(TEXT_PRECISIONS))
-    ap.add_argument("--chunks-per-page", type=float, default=0.0, help="from bench.ingest (0: no pages/s limit)")
-    ap.add_argument("--tokens-per-chunk", type=float, default=0.0, help="0: the page texts' mean tokens")
+    ap.add_argument("--chunks-per-page", type=float, default=0.0,
+                    help="chunks per page from bench.ingest (0: the sample pages cut into the product's windows)")
+    ap.add_argument("--tokens-per-chunk", type=float, default=0.0, help="0: measured on those windows")
     args = ap.parse_args()
     import torch
 
@@ -126,21 +150,28 @@ def main() -> None:
     def forward(model: Any) -> Any:
         return lambda _r: len(batch) / _timed(lambda: model.compute(batch))
 
-    rates = alternate({a: forward(m) for a, m in models.items()}, args.rounds)
+    dtypes = sorted(set(GEMM_DTYPE[a] for a in models))
+    gemm_arms = {f"gemm_{d}": _gemm_arm(d) for d in dtypes}
+    rates = alternate({**{a: forward(m) for a, m in models.items()}, **gemm_arms}, args.rounds)
     per_token = macs_per_token(any_model.model[0].auto_model.config, tokens / len(batch))  # type: ignore[attr-defined]
-    gemm = {d: gemm_rate(d) for d in sorted(set(GEMM_DTYPE.values()))}
-    for d, rate in gemm.items():
-        values[f"gemm_gmacs_{d}"] = rate / 1e9
-    chunk_tokens = args.tokens_per_chunk or tokens / len(batch)
-    for arm, r in rates.items():
+    gemm = {d: float(np.median(rates[f"gemm_{d}"])) * 1e9 for d in dtypes}
+    for d in dtypes:
+        values[f"gemm_gmacs_{d}"] = interval(rates[f"gemm_{d}"])
+    chunks_per_page, chunk_tokens = chunk_shape(any_model, texts)
+    chunks_per_page = args.chunks_per_page or chunks_per_page
+    chunk_tokens = args.tokens_per_chunk or chunk_tokens
+    values["chunks_per_page"], values["tokens_per_chunk"] = chunks_per_page, chunk_tokens
+    for arm in models:
+        r = rates[arm]
         values[f"texts_per_s_{arm}"] = interval(r)
         if arm != "float32":
             values[f"speedup_{arm}"] = interval(paired_ratios(r, rates["float32"]))
-        achieved = float(np.median(r)) * tokens / len(batch) * per_token
-        values[f"gmacs_{arm}"] = achieved / 1e9
-        values[f"limit_fraction_{arm}"] = achieved / gemm[GEMM_DTYPE[arm]]
-    if args.chunks_per_page:
-        page_macs = args.chunks_per_page * chunk_tokens * macs_per_token(any_model.model[0].auto_model.config,  # type: ignore[attr-defined]
+        achieved = [x * tokens / len(batch) * per_token / 1e9 for x in r]  # GMAC/s per round
+        values[f"gmacs_{arm}"] = interval(achieved)
+        # this round's model rate / this round's GEMM rate of its dtype (paired: the same moment's load)
+        values[f"limit_fraction_{arm}"] = interval(paired_ratios(achieved, rates[f"gemm_{GEMM_DTYPE[arm]}"]))
+    if chunks_per_page:
+        page_macs = chunks_per_page * chunk_tokens * macs_per_token(any_model.model[0].auto_model.config,  # type: ignore[attr-defined]
                                                                          chunk_tokens)
         values["gmacs_per_page"] = page_macs / 1e9
         for d, rate in gemm.items():
@@ -148,6 +179,10 @@ def main() -> None:
     print(f"forward batch: {len(batch)} texts, {tokens} real tokens; {per_token / 1e6:.2f} M multiply-adds per token")
     print(machine_line())
     print(result_line(values, digits=4))
+
+
+def _gemm_arm(dtype: str) -> Any:
+    return lambda _r: gemm_rate(dtype, 0.5) / 1e9  # GMAC/s
 
 
 def _timed(fn: Any) -> float:
