@@ -23,7 +23,7 @@ from api.errors import install_error_handlers
 from api.mcp_server import mount_mcp
 from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import CONTENT_TYPE, Metrics, configure_logging, readiness
-from api.routes import answer, corpora, documents, evaluations, jobs, keys, openai_chat, search, web
+from api.routes import answer, corpora, documents, evaluations, jobs, keys, openai_chat, ranker, search, web
 from api.schemas import HealthOut, LiveOut, ReadyOut
 from mmrag import __version__
 from mmrag.config import Settings, load_settings
@@ -79,6 +79,7 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
     app.include_router(jobs.router)
     app.include_router(answer.router)
     app.include_router(evaluations.router)
+    app.include_router(ranker.router)
     app.include_router(openai_chat.router)
     app.include_router(web.router)
     app.state.mcp = mount_mcp(app)  # /mcp: MCP's streamable HTTP transport (not in the OpenAPI document)

@@ -32,7 +32,7 @@ from bench._suite_data import open_search_pipeline
 from mmrag.evaluate.rank_data import (
     QuestionRows,
     QuestionScore,
-    collect_questions,
+    collect_suite,
     cross_validate,
     score_questions,
     stack,
@@ -60,7 +60,7 @@ def collect(spec: str, cache: Path | None = None) -> list[QuestionRows]:
     suite = load_suite(suite_path)
     _, pipeline = open_search_pipeline(data_dir)
     try:
-        got = collect_questions(pipeline.retriever, suite)
+        got = collect_suite(pipeline.retriever, suite)
     finally:
         pipeline.close()
     if cache is not None:

@@ -12,8 +12,9 @@ from rich.table import Table
 from mmrag.errors import InvalidInput, MMRAGError
 
 if TYPE_CHECKING:  # imported by the command: `mmrag search` does not pay for LightGBM
-    from mmrag.evaluate.rank_data import QuestionScore
+    from mmrag.evaluate.ranker_training import TrainingReport
     from mmrag.pipeline import Pipeline
+    from mmrag.retrieve.ranker import PageRanker
 
 rank_app = typer.Typer(help="Train the learned page ranker from suites with page judgments.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -36,42 +37,39 @@ def train_command(
     force: Annotated[bool, typer.Option(help="With --corpus: install the model even where it does not win.")] = False,
 ) -> None:
     """Train a ranker on SUITES; print leave-one-fold-out page nDCG@5 before (today's order) and after."""
-    from mmrag.evaluate.rank_data import collect_questions, cross_validate, stack
+    from mmrag.evaluate.rank_data import collect_suite, cross_validate, stack, suite_questions
+    from mmrag.evaluate.ranker_training import check_folds, summarise, train_corpus_ranker
     from mmrag.evaluate.suite import load_suite
     from mmrag.retrieve.ranker import train_ranker
-    from mmrag.retrieve.search import RANKER_FILE
 
     try:
-        if corpus and len(suites) != 1:
-            raise InvalidInput("--corpus takes one suite (its judgments name the corpus's files)")
-        questions = []
-        target_dir: Path | None = None
-        for spec in suites:
-            path, folder = _suite_and_dir(spec, data_dir)
-            suite = load_suite(path)
+        if corpus:
+            if len(suites) != 1:
+                raise InvalidInput("--corpus takes one suite (its judgments name the corpus's files)")
+            path, folder = _suite_and_dir(suites[0], data_dir)
             pipeline = _pipeline(folder)
             try:
-                questions += collect_questions(pipeline.retriever, suite, corpus=corpus)
-                if corpus:
-                    target_dir = pipeline.catalog.corpus_dir(corpus)
+                report, model = train_corpus_ranker(pipeline.retriever, corpus, suite_questions(load_suite(path)),
+                                                    force=force)
             finally:
                 pipeline.close()
-        if len({q.fold for q in questions}) < 2:
-            raise InvalidInput(f"{len(questions)} judged questions in {len({q.fold for q in questions})} fold(s): "
-                               "a ranker needs questions of two companies or documents at least")
-        scores = cross_validate(questions)
-        wins = _report(scores)
-        model = train_ranker(*stack(questions))
-        if out:
-            model.save(out)
-            console.print(f"model: {out}")
-        if target_dir is not None:
-            if wins or force:
-                model.save(target_dir / RANKER_FILE)
-                console.print(f"corpus {corpus!r} now ranks with its own model")
-            else:
-                console.print(f"corpus {corpus!r} keeps the default ranker: the trained one does not win "
-                              "beyond its interval on the folds it was not trained on (--force installs it)")
+            _print(report)
+            _save(model, out)
+            console.print(f"corpus {corpus!r} now ranks with its own model" if report.installed else
+                          f"corpus {corpus!r} keeps the default ranker: the trained one does not win beyond its "
+                          "interval on the folds it was not trained on (--force installs it)")
+            return
+        questions = []
+        for spec in suites:
+            path, folder = _suite_and_dir(spec, data_dir)
+            pipeline = _pipeline(folder)
+            try:
+                questions += collect_suite(pipeline.retriever, load_suite(path))
+            finally:
+                pipeline.close()
+        check_folds(questions)
+        _print(summarise(cross_validate(questions)))
+        _save(train_ranker(*stack(questions)), out)
     except MMRAGError as exc:
         console.print(f"[red]error:[/red] {exc.message}")
         raise typer.Exit(2) from exc
@@ -86,20 +84,18 @@ def _pipeline(data_dir: Path | None) -> Pipeline:
     return build_pipeline(settings, run_jobs=False)
 
 
-def _report(scores: list[QuestionScore]) -> bool:
-    """Print the folds' before/after table; whether the ranker wins beyond the paired 95 % interval."""
-    from mmrag.evaluate.stats import paired_bootstrap_ci
+def _save(model: PageRanker, out: Path | None) -> None:
+    if out:
+        model.save(out)
+        console.print(f"model: {out}")
 
+
+def _print(report: TrainingReport) -> None:
+    """The folds' before/after table and the paired interval."""
     table = Table("fold", "questions", "nDCG@5 before", "nDCG@5 after")
-    for fold in sorted({s.fold for s in scores}):
-        rows = [s for s in scores if s.fold == fold]
-        table.add_row(fold, str(len(rows)), f"{sum(r.baseline['ndcg@5'] for r in rows) / len(rows):.3f}",
-                      f"{sum(r.ranked['ndcg@5'] for r in rows) / len(rows):.3f}")
+    for f in report.folds:
+        table.add_row(f.fold, str(f.questions), f"{f.before:.3f}", f"{f.after:.3f}")
     Console().print(table)
-    before = [s.baseline["ndcg@5"] for s in scores]
-    after = [s.ranked["ndcg@5"] for s in scores]
-    low, high = paired_bootstrap_ci([a - b for a, b in zip(after, before, strict=True)])
-    delta = sum(after) / len(after) - sum(before) / len(before)
-    console.print(f"leave-one-fold-out page nDCG@5: {sum(before) / len(before):.3f} -> {sum(after) / len(after):.3f} "
-                  f"(paired {delta:+.3f}, 95 % {low:+.3f}..{high:+.3f}; {len(scores)} questions)")
-    return low > 0
+    console.print(f"leave-one-fold-out page nDCG@5: {report.before:.3f} -> {report.after:.3f} (paired "
+                  f"{report.after - report.before:+.3f}, 95 % {report.delta_low:+.3f}..{report.delta_high:+.3f}; "
+                  f"{report.questions} questions; a judged page among the candidates: {report.candidate_recall:.0%})")

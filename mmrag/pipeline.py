@@ -27,6 +27,7 @@ from mmrag.jobs.blocking import BlockingIngest
 from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 
 if TYPE_CHECKING:
+    from mmrag.evaluate.ranker_training import RankerTraining
     from mmrag.evaluate.service import EvaluationService
     from mmrag.evaluate.targets import IngestFiles
 from mmrag.jobs.parse_pool import ParsePool
@@ -89,6 +90,7 @@ class Pipeline:
     unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
     evaluations: EvaluationService = field(init=False)  # evaluation jobs over this process's parts (REST)
+    rankers: RankerTraining = field(init=False)  # corpora's own page rankers: training jobs and status (REST)
 
     # documents: every ingest is a job ---------------------------------------------------
     @functools.cached_property
@@ -119,6 +121,7 @@ class Pipeline:
         """Stop the job runner (work in flight resumes at the next start) and evaluations, then the stores."""
         self.runner.stop()
         self.evaluations.close()
+        self.rankers.close()
         self.answers.close()
         self.store.close()
         self.catalog.close()
@@ -206,6 +209,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, answers, unavailable, owner)
     pipeline.evaluations = build_evaluations(settings, corpora, pipeline.ingest.files, retriever, answers)
+    pipeline.rankers = build_rankers(retriever)
     if run_jobs:
         job_runner.start()
     return pipeline
@@ -219,6 +223,13 @@ def build_evaluations(settings: Settings, corpora: Corpora, ingest_files: Ingest
 
     target = InProcessTarget(corpora, ingest_files, retriever.search, answers)
     return EvaluationService(target, settings.data_dir / "evaluations", settings.eval_suites_dir)
+
+
+def build_rankers(retriever: Retriever) -> RankerTraining:
+    """Training jobs of corpora's own page rankers (REST), over this process's retriever."""
+    from mmrag.evaluate.ranker_training import RankerTraining
+
+    return RankerTraining(retriever)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:

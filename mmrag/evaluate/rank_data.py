@@ -11,7 +11,7 @@ documents it was not trained on (:func:`fold_split`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -38,6 +38,24 @@ class QuestionRows:
     judged: dict[str, int] = field(default_factory=dict)  # every judged page (some may not be candidates)
 
 
+@dataclass(frozen=True, slots=True)
+class JudgedQuestion:
+    """A question with page judgments: from a suite (:func:`suite_questions`) or a user's own list
+    (``POST /corpora/{name}/ranker``)."""
+
+    id: str
+    text: str
+    judged: dict[str, int]  # ``file.pdf#page`` (basename, 1-based page) -> grade
+    group: str | None = None  # its fold (company); None: the family of its best-judged document
+
+    @property
+    def fold(self) -> str:
+        if self.group:
+            return self.group
+        best = max(self.judged.items(), key=lambda kv: (kv[1], kv[0]))[0] if self.judged else self.id
+        return Path(best.partition("#")[0]).stem.lower()
+
+
 def page_judgments(suite: Suite, query_id: str) -> dict[str, int]:
     """``file.pdf#page`` -> grade for one question (a document suite's page judgments, else its qrels)."""
     if suite.spec.dataset.judge == "document":
@@ -47,37 +65,55 @@ def page_judgments(suite: Suite, query_id: str) -> dict[str, int]:
 
 def question_fold(query: Query, judged: Mapping[str, int]) -> str:
     """The question's company tag, else the family of its best-judged document."""
+    return JudgedQuestion(query.id, query.text, dict(judged), company_tag(query)).fold
+
+
+def company_tag(query: Query) -> str | None:
     for tag in query.tags:
         if tag.startswith("company:") and tag != "company:":
             return tag.removeprefix("company:")
-    best = max(judged.items(), key=lambda kv: (kv[1], kv[0]))[0] if judged else query.id
-    return Path(best.partition("#")[0]).stem.lower()
+    return None
 
 
-def collect_questions(retriever: Retriever, suite: Suite, corpus: str | None = None,
-                      spaces: list[str] | None = None) -> list[QuestionRows]:
-    """The candidates, feature rows and labels of every question of ``suite`` with page judgments,
-    searched in ``corpus`` (default: the suite's eval corpus)."""
-    corpus = corpus or suite.corpus_name
+def suite_questions(suite: Suite) -> list[JudgedQuestion]:
+    """The questions of ``suite`` that carry page judgments."""
     out = []
     for query in suite.queries:
         judged = page_judgments(suite, query.id)
-        if not judged:
-            continue
-        request = SearchRequest(query=query.text, top_k=10, spaces=spaces or suite.spec.pipeline.spaces)
+        if judged:
+            out.append(JudgedQuestion(query.id, query.text, judged, company_tag(query)))
+    return out
+
+
+def collect_questions(retriever: Retriever, corpus: str, questions: Sequence[JudgedQuestion],
+                      spaces: list[str] | None = None, suite: str = "",
+                      progress: Callable[[int, int], None] | None = None) -> list[QuestionRows]:
+    """The candidates, feature rows and labels of every question searched in ``corpus`` (the code a
+    search runs); ``progress(done, total)`` after each."""
+    out = []
+    for i, question in enumerate(questions):
+        request = SearchRequest(query=question.text, top_k=10, spaces=spaces)
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
         baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"  # on a copy: both set its limit
                     for h in retriever.prior_ranked(corpus, names, qin, replace(node), request)[0]]
         candidates, hits = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
         keys = [f"{Path(hits[c.page_id].payload['filename']).name}#{c.page}" for c in candidates]
         out.append(QuestionRows(
-            query_id=query.id, fold=question_fold(query, judged), suite=suite.name,
+            query_id=question.id, fold=question.fold, suite=suite,
             rows=feature_matrix(qin.text, candidates),
-            labels=np.asarray([judged.get(k, 0) for k in keys], dtype=np.float32), keys=keys,
+            labels=np.asarray([question.judged.get(k, 0) for k in keys], dtype=np.float32), keys=keys,
             first=np.asarray([c.fused_rank is not None for c in candidates], dtype=bool),
-            baseline=baseline, judged=judged,
+            baseline=baseline, judged=question.judged,
         ))
+        if progress is not None:
+            progress(i + 1, len(questions))
     return out
+
+
+def collect_suite(retriever: Retriever, suite: Suite, corpus: str | None = None) -> list[QuestionRows]:
+    """:func:`collect_questions` of a suite's judged questions (default corpus: the suite's eval corpus)."""
+    return collect_questions(retriever, corpus or suite.corpus_name, suite_questions(suite),
+                             spaces=suite.spec.pipeline.spaces, suite=suite.name)
 
 
 def stack(questions: Sequence[QuestionRows]) -> tuple[np.ndarray, np.ndarray, list[int]]:

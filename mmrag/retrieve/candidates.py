@@ -9,12 +9,14 @@ a page has each space's own score whether or not it made that space's top list.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mmrag.catalog import Catalog
 from mmrag.retrieve.plan import usable
-from mmrag.retrieve.rank_features import CandidatePage
+from mmrag.retrieve.rank_features import CandidatePage, PageTraits, page_traits
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, VectorStore
 
@@ -26,6 +28,38 @@ class CandidateDepth:
     first_stage: int  # best pages of the fused first stage
     documents: int  # best documents (by their best first-stage page) whose every page is a candidate
     pages_per_document: int  # at most this many pages of each of those documents (the first ones)
+
+
+class PageTraitsCache:
+    """Each page's :class:`PageTraits`, read from its stored text once and kept (a page's text and section
+    never change under its id); the least recently used go beyond ``max_pages``. Thread-safe."""
+
+    def __init__(self, catalog: Catalog, max_pages: int = 200_000) -> None:
+        self.catalog, self.max_pages = catalog, max_pages
+        self._traits: OrderedDict[tuple[str, str], PageTraits] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, corpus: str, hits: Mapping[str, Hit]) -> dict[str, PageTraits]:
+        """page id -> traits of every page in ``hits`` (page id -> a hit with its payload)."""
+        out: dict[str, PageTraits] = {}
+        with self._lock:
+            for pid in hits:
+                found = self._traits.get((corpus, pid))
+                if found is not None:
+                    self._traits.move_to_end((corpus, pid))
+                    out[pid] = found
+        missing = [pid for pid in hits if pid not in out]
+        if missing:
+            texts = self.catalog.page_plain_texts(corpus, missing)
+            new = {pid: page_traits(texts.get(pid, ""), tuple(hits[pid].payload.get("section") or ()))
+                   for pid in missing}
+            out.update(new)
+            with self._lock:
+                for pid, traits in new.items():
+                    self._traits[(corpus, pid)] = traits
+                while len(self._traits) > self.max_pages:
+                    self._traits.popitem(last=False)
+        return out
 
 
 def document_order(hits: Sequence[Hit]) -> list[str]:
@@ -42,9 +76,10 @@ def _within(flt: FilterSpec | None, page_ids: list[str]) -> FilterSpec:
     return out
 
 
-def gather_candidates(store: VectorStore, catalog: Catalog, corpus: str, spaces: Mapping[str, Space],
-                      names: Sequence[str], query: QueryInput, flt: FilterSpec | None, first: Sequence[Hit],
-                      fit: Mapping[str, float], depth: CandidateDepth) -> tuple[list[CandidatePage], dict[str, Hit]]:
+def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCache, corpus: str,
+                      spaces: Mapping[str, Space], names: Sequence[str], query: QueryInput, flt: FilterSpec | None,
+                      first: Sequence[Hit], fit: Mapping[str, float], depth: CandidateDepth
+                      ) -> tuple[list[CandidatePage], dict[str, Hit]]:
     """The candidates of a search (first-stage order, then the added pages by document and number) and
     a hit per candidate page (its payload; score meaningless). ``first``: the fused first stage's hits,
     best first; ``fit``: document id -> fit (the document stage's prior); ``flt``: the request's filter,
@@ -74,7 +109,7 @@ def gather_candidates(store: VectorStore, catalog: Catalog, corpus: str, spaces:
             else:
                 scores.setdefault(pid, {})[name] = hit.score
     found = [pid for pid in page_ids if pid in hits]
-    texts = catalog.page_plain_texts(corpus, found)
+    page = traits.get(corpus, {pid: hits[pid] for pid in found})
     all_docs = document_order([hits[pid] for pid in found])
     counts = catalog.page_counts(corpus, all_docs)
     doc_rank = {d: i for i, d in enumerate(docs)}
@@ -87,7 +122,6 @@ def gather_candidates(store: VectorStore, catalog: Catalog, corpus: str, spaces:
         out.append(CandidatePage(
             page_id=pid, document_id=doc, page=int(payload.get("page", 1)), fused_rank=rank, fused=fused,
             scores=scores.get(pid, {}), doc_match=doc_match.get(doc, 0.0), doc_fit=float(fit.get(doc, 0.0)),
-            doc_rank=doc_rank.get(doc, len(docs)), doc_pages=counts.get(doc, 1), text=texts.get(pid, ""),
-            section=tuple(payload.get("section") or ()),
+            doc_rank=doc_rank.get(doc, len(docs)), doc_pages=counts.get(doc, 1), traits=page[pid],
         ))
     return out, hits

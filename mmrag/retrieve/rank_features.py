@@ -84,6 +84,32 @@ FEATURES: tuple[str, ...] = (
 """Column names of :func:`feature_matrix`, in order (the model file records them; a mismatch refuses it)."""
 
 
+@dataclass(frozen=True, slots=True)
+class PageTraits:
+    """What the features read of a page's text and section path, whatever the query (:func:`page_traits`;
+    computed once per page and kept: :class:`mmrag.retrieve.candidates.PageTraitsCache`)."""
+
+    figures: float  # share of figures among its words
+    kinds: frozenset[str]  # primary statements whose titles stand in its head
+    note_head: bool  # its title region opens a note
+    words: int
+    head_terms: frozenset[int]  # BM25 terms of its title region (first HEAD_WORDS words)
+    section_terms: frozenset[int]  # BM25 terms of its section path
+
+
+def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
+    words = text.split()
+    head = " ".join(words[:HEAD_WORDS])
+    return PageTraits(
+        figures=figure_share(words),
+        kinds=statement_kinds(" ".join(words[:STATEMENT_HEAD_WORDS])),
+        note_head=bool(_NOTE_HEAD.search(head)),
+        words=len(words),
+        head_terms=frozenset(bm25_term_counts(head)),
+        section_terms=frozenset(bm25_term_counts(" ".join(section))),
+    )
+
+
 @dataclass(slots=True)
 class CandidatePage:
     """What the stages know of one candidate page."""
@@ -98,8 +124,7 @@ class CandidatePage:
     doc_fit: float = 0.0  # its document's fit to what the query names (0: none named or not met)
     doc_rank: int = 0  # rank of its document among the candidates' documents (by best first-stage rank)
     doc_pages: int = 1  # pages of its document
-    text: str = ""  # the page's words in reading order
-    section: Sequence[str] = ()  # its section path
+    traits: PageTraits = field(default_factory=lambda: page_traits(""))  # what its text says, query aside
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +157,10 @@ def statement_kinds(head: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def term_share(terms: Mapping[int, int], text: str) -> float:
-    """Share of the query's distinct terms that occur in ``text``."""
-    if not terms or not text.strip():
+def term_share(terms: Mapping[int, int], found: frozenset[int]) -> float:
+    """Share of the query's distinct terms among ``found`` (a text's terms)."""
+    if not terms:
         return 0.0
-    found = bm25_term_counts(text)
     return sum(1 for t in terms if t in found) / len(terms)
 
 
@@ -160,9 +184,8 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarra
     best_fused = max((c.fused for c in candidates), default=0.0)
     rows = np.zeros((n, len(FEATURES)), dtype=np.float32)
     for i, c in enumerate(candidates):
-        words = c.text.split()
-        head = " ".join(words[:STATEMENT_HEAD_WORDS])
-        kinds = statement_kinds(head)
+        page = c.traits
+        kinds = page.kinds
         dense = c.scores.get("text")
         rows[i] = (
             c.fused / best_fused if best_fused > 0 else 0.0,
@@ -175,18 +198,18 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarra
             c.doc_match,
             c.doc_fit,
             float(c.doc_rank),
-            figure_share(words),
-            term_share(traits.terms, " ".join(words[:HEAD_WORDS])),
+            page.figures,
+            term_share(traits.terms, page.head_terms),
             float(bool(kinds)),
             float(len(kinds)),
             float(bool(kinds & traits.statements)),
             float(bool(kinds & traits.implied)),
-            float(bool(_NOTE_HEAD.search(" ".join(words[:HEAD_WORDS])))),
+            float(page.note_head),
             float(traits.note),
             (c.page - 1) / max(c.doc_pages - 1, 1),
             math.log2(max(c.doc_pages, 1)),
-            math.log2(1 + len(words)),
-            term_share(traits.terms, " ".join(c.section)),
+            math.log2(1 + page.words),
+            term_share(traits.terms, page.section_terms),
             float(traits.amount),
             float(bool(traits.statements or traits.implied)),
             math.log2(1 + len(traits.terms)),

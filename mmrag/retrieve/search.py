@@ -7,9 +7,10 @@ fused candidates by MaxSim. All of it is one Qdrant query, on either store.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,9 @@ import numpy as np
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
-from mmrag.errors import Conflict, InvalidInput
+from mmrag.errors import Conflict, InvalidInput, Unavailable
 from mmrag.imaging import decode_query_image
-from mmrag.retrieve.candidates import CandidateDepth, gather_candidates
+from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, gather_candidates
 from mmrag.retrieve.documents import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
@@ -32,9 +33,21 @@ from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 
+log = logging.getLogger(__name__)
 RANKER_FILE = "page_ranker.txt"  # a corpus's own ranker, in its folder (mmrag rank train --corpus)
 TIE_MARGIN = 8  # extra candidates fetched so that ties at the cut-off are broken the same way everywhere
 KINDS = tuple(k.value for k in EvidenceKind)
+
+
+@dataclass(frozen=True, slots=True)
+class RankerChoice:
+    """Which ranker a corpus's searches use: ``own`` (trained on its judgments), ``shipped``,
+    ``configured`` (a model path in MMRAG_RETRIEVE__RANKER) or ``off``; ``problem`` why an own model
+    present in the corpus's folder is passed over."""
+
+    active: str
+    model: PageRanker | None
+    problem: str | None = None
 
 
 class Retriever:
@@ -45,6 +58,16 @@ class Retriever:
         self.catalog, self.store, self.spaces, self.config, self.ingest = catalog, store, spaces, config, ingest
         self._configured: dict[str, dict[str, Space]] = {}  # corpus config JSON -> spaces with its options
         self.documents = DocumentsCache(catalog)
+        self.page_traits = PageTraitsCache(catalog)
+        if config.ranker != "off" and not self.default_ranker.is_file():
+            raise InvalidInput(f"MMRAG_RETRIEVE__RANKER={config.ranker!r}: no such model file; give shipped, off "
+                               "or the path of a model written by `mmrag rank train --out`")
+        self._warned: dict[str, str] = {}  # own model path -> the problem already logged
+
+    @property
+    def default_ranker(self) -> Path:
+        """The model file of ``MMRAG_RETRIEVE__RANKER`` (the shipped one for ``shipped`` and ``off``)."""
+        return SHIPPED if self.config.ranker in ("shipped", "off") else Path(self.config.ranker)
 
     def corpus_spaces(self, corpus_config: CorpusConfig) -> dict[str, Space]:
         key = corpus_config.model_dump_json()
@@ -186,15 +209,33 @@ class Retriever:
         return spaces, names, query, fit, node
 
     def ranker(self, corpus: str, query: QueryInput, node: QueryNode) -> PageRanker | None:
-        """The learned ranker of a text query (the corpus's own model where it has one, else
-        ``MMRAG_RETRIEVE__RANKER``); None when it is off, for an image alone and after a MaxSim rerank
-        (which orders by MaxSim alone)."""
-        if not query.text or node.using is not None or self.config.ranker == "off":
+        """The learned ranker of a text query (:meth:`ranker_in_use`); None when it is off, for an image
+        alone and after a MaxSim rerank (which orders by MaxSim alone)."""
+        if not query.text or node.using is not None:
             return None
+        return self.ranker_in_use(corpus).model
+
+    def ranker_in_use(self, corpus: str) -> RankerChoice:
+        """The corpus's own model (``RANKER_FILE`` in its folder) where it has a usable one, else
+        ``MMRAG_RETRIEVE__RANKER``'s. An own model that cannot be used (unreadable, other features) is
+        passed over with its reason and a warning; a configured one that cannot be used is Unavailable."""
         own = self.catalog.corpus_dir(corpus) / RANKER_FILE
+        problem = None
         if own.is_file():
-            return load_ranker(own)
-        return load_ranker(SHIPPED if self.config.ranker == "shipped" else Path(self.config.ranker))
+            try:
+                return RankerChoice("own", load_ranker(own))
+            except InvalidInput as exc:
+                problem = exc.message
+                if self._warned.setdefault(str(own), problem) is problem:
+                    log.warning("corpus %s: its own ranker is passed over: %s", corpus, problem)
+        if self.config.ranker == "off":
+            return RankerChoice("off", None, problem)
+        try:
+            return RankerChoice(self.config.ranker if self.config.ranker == "shipped" else "configured",
+                                load_ranker(self.default_ranker), problem)
+        except InvalidInput as exc:
+            raise Unavailable(f"{exc.message}; set MMRAG_RETRIEVE__RANKER to shipped, off or a model of this "
+                              "version") from exc
 
     def candidates(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                    fit: Mapping[str, float], node: QueryNode, request: SearchRequest
@@ -204,8 +245,8 @@ class Retriever:
         depth = CandidateDepth(max(request.top_k, c.rank_depth), c.rank_documents, c.rank_document_pages)
         node.limit = depth.first_stage + TIE_MARGIN
         first = order_hits(self.store.query(corpus, node), depth.first_stage)
-        return gather_candidates(self.store, self.catalog, corpus, spaces, names, query, request_filter(request),
-                                 first, fit, depth)
+        return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
+                                 request_filter(request), first, fit, depth)
 
     def with_text_vectors(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                           hits: list[Hit]) -> list[Hit]:

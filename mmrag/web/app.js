@@ -4,6 +4,7 @@ import { apiKey, get, setApiKey, setKeyPrompt } from "./api.js";
 import { initCorpora } from "./corpora.js";
 import { initDocuments } from "./documents.js";
 import { initEvaluations } from "./evaluations.js";
+import { initRanker } from "./ranker.js";
 import { initPageDialog } from "./pages.js";
 import { initSearch } from "./search.js";
 import { initAnswer } from "./answer.js";
@@ -94,7 +95,7 @@ async function start() {
   });
   $("#corpus-select").addEventListener("change", (e) => refreshCorpora(e.target.value));
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));
-  for (const init of [initCorpora, initDocuments, initSearch, initAnswer, initEvaluations]) init(state);
+  for (const init of [initCorpora, initDocuments, initSearch, initAnswer, initEvaluations, initRanker]) init(state);
   show(location.hash.slice(1) || "corpora", false);
   try {
     state.health = await get("/health");

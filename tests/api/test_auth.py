@@ -35,6 +35,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/corpora/{corpus}/pages/{page_id}/image"): "read", ("GET", "/corpora/{corpus}/pages/{page_id}"): "read",
     ("POST", "/corpora/{corpus}/search"): "read", ("POST", "/corpora/{corpus}/search/image"): "read",
     ("POST", "/corpora/{corpus}/answer"): "read", ("GET", "/corpora/{corpus}/jobs"): "read",
+    ("POST", "/corpora/{corpus}/ranker"): "write", ("GET", "/corpora/{corpus}/ranker"): "read",
+    ("DELETE", "/corpora/{corpus}/ranker"): "write",
     ("GET", "/jobs/{job_id}"): ANY_KEY, ("POST", "/jobs/{job_id}/cancel"): ANY_KEY,
     ("GET", "/jobs/{job_id}/events"): ANY_KEY,
     ("GET", "/evaluations/suites"): ANY_KEY, ("POST", "/evaluations"): ANY_KEY, ("GET", "/evaluations"): ANY_KEY,
@@ -97,6 +99,8 @@ READ_ANSWERS: dict[tuple[str, str], tuple[int, Callable[[Response, dict[str, str
         (200, lambda r, ids: r.json()["mode"] == "extractive"
          and ids["bee-doc"] in [c["document_id"] for c in r.json()["citations"]]),
     ("GET", "/corpora/{corpus}/jobs"): (200, lambda r, ids: ids["bee-job"] in [j["id"] for j in r.json()]),
+    ("GET", "/corpora/{corpus}/ranker"): (200, lambda r, ids: r.json()["active"] == "shipped"
+                                          and r.json()["report"] is None),
     ("GET", "/jobs/{job_id}"): (200, lambda r, ids: _id_state(r) == (ids["bee-job"], "done")),
     ("GET", "/jobs/{job_id}/events"):
         (200, lambda r, ids: _events(r) == ["progress", "end"] and ids["bee-job"] in r.text),
@@ -186,6 +190,9 @@ def _request(world: dict, method: str, path: str, key: str | None):
         kwargs["json"] = {"model": "bee", "messages": [{"role": "user", "content": "bee?"}]}
     elif path.endswith("/search") or path.endswith("/answer"):
         kwargs["json"] = {"question": "bee?", "stream": False} if path.endswith("/answer") else {"query": "bee"}
+    elif path.endswith("/ranker") and method == "POST":
+        kwargs["json"] = {"questions": [{"id": n, "query": "bee", "judgments": {"bee.pdf#1": 1}, "group": n}
+                                        for n in ("a", "b")]}
     elif path == "/evaluations" and method == "POST":
         kwargs["json"] = {"suite": "tiny"}
     elif path.endswith("/compare"):

@@ -5,23 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pymupdf
 from typer.testing import CliRunner
 
 from cli import app
 from mmrag.retrieve.ranker import load_ranker
 from mmrag.retrieve.search import RANKER_FILE
-
-TOPICS = ["revenue by segment", "cash dividends paid", "long-term debt maturities", "employees by region"]
-
-
-def company_report(name: str) -> bytes:
-    doc = pymupdf.open()
-    for topic in TOPICS:
-        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 700), f"{name} discusses {topic} in prose here.")
-        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 700),
-                                      f"{name} table of {topic} 2021 1,234 2020 1,111 2019 987 total 3,332")
-    return doc.tobytes()
+from tests.fixtures.company_reports import COMPANIES, TOPICS, company_report, question
 
 
 def test_a_corpus_trains_and_installs_its_own_ranker_from_its_users_suite(tmp_path: Path, pipeline) -> None:
@@ -29,12 +18,12 @@ def test_a_corpus_trains_and_installs_its_own_ranker_from_its_users_suite(tmp_pa
     docs.mkdir()
     pipeline.corpora.create_corpus("mine")
     queries, qrels = [], ["query-id\tcorpus-id\tscore"]
-    for company in ("acme", "globex", "initech"):
+    for company in COMPANIES:
         (docs / f"{company}.pdf").write_bytes(company_report(company.title()))
         pipeline.ingest.file_bytes("mine", (docs / f"{company}.pdf").read_bytes(), f"{company}.pdf")
-        for i, topic in enumerate(TOPICS):
+        for i in range(len(TOPICS)):
             qid = f"{company}-{i}"
-            queries.append({"_id": qid, "text": f"What were {company.title()}'s {topic} figures?",
+            queries.append({"_id": qid, "text": question(company, i),
                             "tags": [f"company:{company}"]})
             qrels.append(f"{qid}\t{company}.pdf#{2 * i + 2}\t2")
     data_dir = pipeline.settings.data_dir

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix, query_traits, statement_kinds
+from mmrag.retrieve.rank_features import (
+    FEATURES,
+    CandidatePage,
+    feature_matrix,
+    page_traits,
+    query_traits,
+    statement_kinds,
+)
 
 CASH_FLOWS = ("Table of Contents 3M Company and Subsidiaries Consolidated Statement of Cash Flows Years ended "
               "December 31 (Millions) 2018 2017 2016 Net income including noncontrolling interest 5,363 4,869 "
@@ -19,7 +26,7 @@ CONTENTS = ("Index to Financial Statements Consolidated Statement of Income Cons
 
 def page(pid: str, words: str, rank: int | None, number: int, **scores: float) -> CandidatePage:
     return CandidatePage(page_id=pid, document_id="d", page=number, fused_rank=rank, fused=1.0 / (1 + (rank or 9)),
-                         scores=dict(scores), doc_pages=100, text=words)
+                         scores=dict(scores), doc_pages=100, traits=page_traits(words))
 
 
 def column(rows: np.ndarray, name: str) -> list[float]:

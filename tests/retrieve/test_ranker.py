@@ -102,3 +102,20 @@ def test_the_search_ranks_every_page_of_its_best_document_by_the_model(report, t
     assert "dividends" in top.snippet.lower()
     many = report.search("r", SearchRequest(query=query, top_k=5)).evidence
     assert [e.score for e in many] == sorted((e.score for e in many), reverse=True) and many[0].page == 4
+
+
+def test_a_configured_model_that_is_missing_stops_the_start_and_a_broken_one_is_unavailable(report, tmp_path):
+    from mmrag.errors import Unavailable
+    from mmrag.retrieve.search import Retriever
+
+    r = report.retriever
+    with pytest.raises(InvalidInput, match="no such model file; give shipped, off"):
+        Retriever(r.catalog, r.store, r.spaces, r.config.model_copy(update={"ranker": str(tmp_path / "nope.txt")}),
+                  r.ingest)
+    broken = tmp_path / "broken.txt"
+    broken.write_text("tree\nnot really")
+    r.config = r.config.model_copy(update={"ranker": str(broken)})
+    with pytest.raises(Unavailable, match="not a LightGBM model; set MMRAG_RETRIEVE__RANKER"):
+        report.search("r", SearchRequest(query="dividends paid"))
+    r.config = r.config.model_copy(update={"ranker": "off"})
+    assert report.search("r", SearchRequest(query="dividends paid")).evidence  # the old first stage

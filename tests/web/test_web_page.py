@@ -5,6 +5,7 @@ phone width, labels and keyboard. The tests run in order and share one server, b
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -277,6 +278,48 @@ def test_evaluation_quick_variant_table_plots_and_compare(desktop):
     assert "9" in paired and paired <= {"9", "4"}, paired  # 9 queries; answer metrics over the 4 questions
     expect(page.locator("#eval-compare")).to_contain_text("paired queries")
     screenshot(page, "evaluation")
+    no_console_errors(console)
+
+
+def _jsonl(questions: list[dict]) -> dict:
+    return {"name": "judged.jsonl", "mimeType": "application/json",
+            "buffer": "\n".join(json.dumps(q) for q in questions).encode()}
+
+
+def test_the_corpus_trains_its_own_ranker_from_a_file_and_goes_back(desktop):
+    page, console = desktop
+    go(page, "evaluations")
+    form = page.locator("#ranker-form")
+    expect(page.locator("#ranker-status [data-active]")).to_have_attribute("data-active", "shipped")
+    expect(page.locator("#ranker-status")).to_contain_text("No training yet")
+    page.get_by_label("Judgments file (JSON Lines)").set_input_files(
+        {"name": "bad.jsonl", "mimeType": "application/json", "buffer": b'{"id": "a"}\nnot json'})
+    form.get_by_role("button", name="Train").click()
+    expect(form.locator(".error")).to_contain_text("line 2 is not JSON")
+    console.expect(f"/corpora/{CORPUS}/ranker")  # the 409 response itself
+    unknown = [{"id": "a", "query": "pages", "judgments": {"elsewhere.pdf#1": 1}, "group": "x"},
+               {"id": "b", "query": "text", "judgments": {"ocr_test.pdf#1": 1}, "group": "y"}]
+    page.get_by_label("Judgments file (JSON Lines)").set_input_files(_jsonl(unknown))
+    form.get_by_role("button", name="Train").click()
+    expect(form.locator(".error")).to_contain_text("a: elsewhere.pdf#1")  # the server's message (409)
+    questions = [{"id": f"m{p}", "query": f"page {p} of the multi page document",
+                  "judgments": {f"multi_page.pdf#{p}": 2}, "group": "multi"} for p in (1, 2, 3)]
+    questions += [{"id": f"o{i}", "query": q, "judgments": {"ocr_test.pdf#1": 2}, "group": "scans"}
+                  for i, q in enumerate(["scanned text", "the OCR test page"])]
+    page.get_by_label("Judgments file (JSON Lines)").set_input_files(_jsonl(questions))
+    page.get_by_label("Install even where it does not win").check()
+    form.get_by_role("button", name="Train").click()
+    expect(page.locator("#ranker-status .job-progress")).to_have_attribute("data-state", "done", timeout=TIMEOUT)
+    expect(page.locator("#ranker-status [data-active]")).to_have_attribute("data-active", "own")
+    groups = page.locator("#ranker-status table tbody th").all_inner_texts()
+    assert groups == ["multi", "scans"], groups
+    expect(page.locator("#ranker-status")).to_contain_text("over 5 questions")
+    expect(page.locator("#ranker-status")).to_contain_text("5/5 questions searched")
+    screenshot(page, "ranker", publish=False)
+    form.get_by_role("button", name="Back to the default ranker").click()
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#ranker-status [data-active]")).to_have_attribute("data-active", "shipped")
+    expect(form.get_by_role("button", name="Back to the default ranker")).to_be_hidden()
     no_console_errors(console)
 
 
