@@ -49,18 +49,22 @@ def _sizes(data_dir: Path, corpus: str) -> dict[str, int]:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     from mmrag.config import Settings, merge_settings
-    from mmrag.embed.base import load_embedder
+    from mmrag.embed.base import EmbedderOptions, load_embedder
     from mmrag.jobs.writer import Upload
     from mmrag.pipeline import build_pipeline
 
-    minilm = load_embedder("st:sentence-transformers/all-MiniLM-L6-v2")
-    minilm.embed_many(["warm up the model"] * 4)
     uploads = [Upload(name, _pdf_bytes(path, first, last), {}) for name, path, first, last in spec["files"]]
     with tempfile.TemporaryDirectory(prefix="mmrag-bench-ingest-") as tmp:
         settings = Settings(data_dir=Path(tmp) / "data")
         settings.embed.clip_model = settings.embed.colpali_model = None
         settings.vlm.backend = "none"
         settings = merge_settings(settings, spec.get("settings", {}))
+        # the text model at the tree's precision setting (a tree before the setting: float32); the
+        # int8 export is cached under ~/.cache/mmrag, so only the first round of an arm builds it (untimed)
+        precision = getattr(settings.embed, "text_precision", None)
+        options = EmbedderOptions(text_precision=precision) if precision else EmbedderOptions()
+        minilm = load_embedder("st:sentence-transformers/all-MiniLM-L6-v2", options)
+        minilm.embed_many(["warm up the model"] * 4)
         pipeline = build_pipeline(settings, embedders={"text": minilm})
         try:
             pipeline.corpora.create_corpus("c")  # the default spaces the embedders give: text, bm25, document

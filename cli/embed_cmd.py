@@ -28,15 +28,20 @@ def embed_serve(
              "MMRAG_EMBED_SERVICE__BATCHING__TORCH_THREADS).")] = None,
     device: Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
+    text_precision: Annotated[str | None, typer.Option(
+        help="st: text models: float32, int8 or bf16 (default: MMRAG_EMBED__TEXT_PRECISION).")] = None,
 ) -> None:
     """Serve embedders over HTTP with dynamic batching; models that cannot load are reported in /health."""
     import uvicorn
 
     from api.embed_server import create_embed_app
     from mmrag.config import load_settings, merge_settings
-    from mmrag.embed.base import EmbedderOptions, register_backends
+    from mmrag.embed.base import TEXT_PRECISIONS, EmbedderOptions, register_backends
     from mmrag.hub import go_offline_if_unreachable
 
+    if text_precision is not None and text_precision not in TEXT_PRECISIONS:
+        raise typer.BadParameter(f"{text_precision!r} is not one of: {', '.join(TEXT_PRECISIONS)}",
+                                 param_hint="--text-precision")
     flags = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "queue_size": queue_size,
              "torch_threads": torch_threads}
     settings = merge_settings(load_settings(), {"embed_service": {"batching": {
@@ -45,6 +50,7 @@ def embed_serve(
     go_offline_if_unreachable()  # the models load at start-up: do not spend the hub's retries on each
 
     service = settings.embed_service
-    app = create_embed_app(model or DEFAULT_MODELS, EmbedderOptions(device=device, dtype=dtype), service.batching,
-                           service.limits)
+    options = EmbedderOptions(device=device, dtype=dtype,
+                              text_precision=text_precision or settings.embed.text_precision)
+    app = create_embed_app(model or DEFAULT_MODELS, options, service.batching, service.limits)
     uvicorn.run(app, host=host, port=port, log_level="info")

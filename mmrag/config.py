@@ -121,11 +121,20 @@ class IngestConfig(BaseModel):
     it is (measured in docs/benchmarks.md, issue 20)."""
 
 
+TextPrecision = Literal["float32", "int8", "bf16"]
+
+
 class EmbedConfig(BaseModel):
     """Which models embed what, and where they run."""
 
     text_model: str = "st:sentence-transformers/all-MiniLM-L6-v2"
     """Dense text embedder spec (always on)."""
+    text_precision: TextPrecision = "int8"
+    """What the text model (``st:`` specs) computes in, for documents and queries alike: ``int8`` (the
+    default: the transformer exported to ONNX and quantised at first use into ``~/.cache/mmrag``, run by
+    ONNX Runtime on the CPU; 2.1x float32's forward, no suite's nDCG@5 lower beyond its paired interval),
+    ``float32``, or ``bf16`` (torch autocast). Vectors of two precisions are close, not
+    equal: re-ingest after changing it (docs/embedding.md, "Text precision")."""
     clip_model: str | None = "open_clip:ViT-B-32/laion2b_s34b_b79k"
     """CLIP/SigLIP spec for the ``clip`` space; None disables it. Skipped with a warning if it cannot load."""
     colpali_model: str | None = "hf:vidore/colqwen2-v1.0-hf"

@@ -25,9 +25,9 @@ from pydantic import BaseModel
 from mmrag.config import ENV_FILE, Settings
 
 COMMON = (
-    "data_dir", "api.host", "api.port", "api.auth", "store.url", "embed.text_model", "embed.clip_model",
-    "embed.colpali_model", "embed.service_url", "embed.device", "jobs.broker_url", "vlm.backend", "vlm.model",
-    "vlm.vllm_url", "retrieve.ranking.ranker",
+    "data_dir", "api.host", "api.port", "api.auth", "store.url", "embed.text_model", "embed.text_precision",
+    "embed.clip_model", "embed.colpali_model", "embed.service_url", "embed.device", "jobs.broker_url",
+    "vlm.backend", "vlm.model", "vlm.vllm_url", "retrieve.ranking.ranker",
 )
 """The settings a person usually changes (``mmrag config`` marks them; the README's table lists them)."""
 

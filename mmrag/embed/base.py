@@ -19,16 +19,19 @@ import abc
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 from PIL import Image
 
+from mmrag.config import TextPrecision
 from mmrag.errors import InvalidInput, NotFound
 from mmrag.types import Modality
 
 Item = str | Image.Image
 Kind = Literal["query", "document"]
+TEXT_PRECISIONS: tuple[str, ...] = get_args(TextPrecision)
+"""What the text model computes in (``st:`` models; the ``embed.text_precision`` setting)."""
 
 
 class Embedder(abc.ABC):
@@ -91,6 +94,8 @@ class EmbedderOptions:
 
     device: str = "cpu"  # auto (cuda if available), cpu, cuda:1, ...: resolved by mmrag.devices
     dtype: str = "auto"  # auto: fp32 on CPU, bf16 on GPU (fp16 where bf16 is unsupported)
+    text_precision: str = "float32"  # st: text models: float32, int8 (ONNX Runtime, CPU) or bf16 (autocast)
+    cache_dir: str | None = None  # where derived model files go (the int8 export); None: $XDG_CACHE_HOME/mmrag
 
 
 Factory = Callable[[str, EmbedderOptions], Embedder]

@@ -10,18 +10,25 @@ The forward pass runs on pre-tokenised features (:meth:`SentenceEmbedder.prepare
 not through ``SentenceTransformer.encode``: the embedding service tokenises the next requests
 while a batch computes, and ``encode``'s per-call sorting and conversions are left out. The
 vectors equal ``encode(..., normalize_embeddings=True)``'s up to float rounding (tested).
+
+Precision (``EmbedderOptions.text_precision``, the ``embed.text_precision`` setting): ``float32``;
+``bf16``, the same weights under ``torch.autocast`` (bfloat16 matmuls: AVX-512 BF16 on CPU); ``int8``,
+the transformer exported and quantised by :mod:`mmrag.embed.onnx_int8` and run by ONNX Runtime on
+the CPU, with the model's own pooling and normalisation after it. Documents and queries go through
+the one model, so a corpus and its queries always share the precision.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mmrag.devices import resolve_device
-from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
-from mmrag.errors import Unavailable
+from mmrag.embed.base import TEXT_PRECISIONS, Embedder, EmbedderOptions, Item, Kind
+from mmrag.errors import InvalidInput, Unavailable
 from mmrag.types import Modality
 
 _MINILM_IDS = {"sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"}
@@ -49,6 +56,10 @@ class SentenceEmbedder(Embedder):
 
         hf_logging.disable_progress_bar()
 
+        if options.text_precision not in TEXT_PRECISIONS:
+            raise InvalidInput(f"text precision {options.text_precision!r} is not one of: "
+                               f"{', '.join(TEXT_PRECISIONS)}")
+        self.precision = options.text_precision
         self.spec = f"st:{name}"
         path = resolve_sentence_model(name)
         self.device = resolve_device(options.device)
@@ -60,6 +71,17 @@ class SentenceEmbedder(Embedder):
         self.dim = int(self.model.get_embedding_dimension() or 0)
         self.max_batch = 64
         self.max_seq_length = int(self.model.max_seq_length or 0)
+        self.int8 = self._int8_encoder(options) if self.precision == "int8" else None
+
+    def _int8_encoder(self, options: EmbedderOptions) -> Any:
+        from mmrag.embed.onnx_int8 import OnnxInt8Encoder, default_cache_root
+
+        names = tuple(k for k, v in self.model.preprocess(["x"]).items() if hasattr(v, "shape"))
+        cache = Path(options.cache_dir) if options.cache_dir else default_cache_root()
+        try:
+            return OnnxInt8Encoder(self.model[0].auto_model, names, cache)
+        except Exception as exc:  # export or quantisation failed (no onnx package, odd architecture)
+            raise Unavailable(f"cannot build the int8 model of {self.spec}: {exc}") from exc
 
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
         """Any number of texts: longest first in forwards of ``max_batch`` (as ``encode`` sorts),
@@ -95,6 +117,21 @@ class SentenceEmbedder(Embedder):
                              padding_side=tokenizer.padding_side)
         features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
         with torch.inference_mode():
-            emb = self.model(features)["sentence_embedding"]  # (B, dim)
+            emb = self._forward(features)  # (B, dim)
             emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1)
         return list(emb.cpu().numpy())
+
+    def _forward(self, features: dict[str, Any]) -> Any:
+        """The model's sentence embeddings ``(B, dim)`` at the configured precision."""
+        import torch
+
+        if self.int8 is not None:  # the transformer in ONNX Runtime, then the model's own pooling
+            hidden = self.int8.token_embeddings(features, torch.get_num_threads())  # (B, T, H)
+            features = {**features, "token_embeddings": torch.from_numpy(hidden)}
+            for module in list(self.model)[1:]:
+                features = module(features)
+            return features["sentence_embedding"]
+        if self.precision == "bf16":
+            with torch.autocast(device_type=torch.device(self.device).type, dtype=torch.bfloat16):
+                return self.model(features)["sentence_embedding"]
+        return self.model(features)["sentence_embedding"]

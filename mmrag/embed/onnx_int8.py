@@ -1,0 +1,123 @@
+"""The int8 text encoder: a sentence-transformers model's transformer exported to ONNX here and
+quantised with ONNX Runtime's dynamic int8 (weights int8 per output channel, activations uint8 per
+batch: the u8s8 dot products of AVX-512 VNNI), run by an ONNX Runtime session on the CPU.
+
+Nothing is downloaded: the export reads the weights already loaded from the local model folder, at
+first use, into the user's cache folder (:func:`default_cache_root`), keyed by the weights' hash and
+the torch / ONNX Runtime versions (``<cache>/onnx-int8/<key>/model.onnx``), so every process and data
+folder on a machine shares one export. A later load reuses the file; a file that ONNX Runtime
+cannot open (a torn write, a disk error) is rebuilt once. The export is written to a temporary folder
+and moved into place, so a crash never leaves a half-written model under the key.
+
+Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Text embedding precision"): per-channel weights
+keep the cosine to float32 at ~0.995, per-tensor weights (ONNX Runtime's default, and torch's
+``quantize_dynamic``) fall to 0.93-0.95 on MiniLM, so per-channel is what this module builds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def default_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/mmrag`` (``~/.cache/mmrag``): where a model folder's derived files go."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmrag"
+
+
+def weights_key(model: Any) -> str:
+    """16 hex digits of the hash of the weights (names, shapes, bytes) and the tool versions."""
+    import onnxruntime
+    import torch
+
+    h = hashlib.sha256(f"torch={torch.__version__} ort={onnxruntime.__version__} int8-per-channel".encode())
+    for name, tensor in model.state_dict().items():
+        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        h.update(tensor.detach().contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+class _Wrapped:
+    """The transformer as a function of positional tensors (what torch.onnx.export traces)."""
+
+    def __init__(self, model: Any, names: tuple[str, ...]) -> None:
+        import torch
+
+        class Forward(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+                return self.model(**dict(zip(names, tensors, strict=True))).last_hidden_state  # (B, T, H)
+
+        self.module = Forward()
+
+
+def export_int8(model: Any, names: tuple[str, ...], target: Path) -> None:
+    """Export ``model`` (a transformers encoder) to ONNX and quantise it to int8 at ``target``."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        fp32, int8 = Path(tmp) / "fp32.onnx", Path(tmp) / "model.onnx"
+        sample = tuple(torch.ones(2, 8, dtype=torch.long) for _ in names)
+        axes = {n: {0: "batch", 1: "tokens"} for n in (*names, "hidden")}
+        with torch.inference_mode():
+            torch.onnx.export(_Wrapped(model, names).module, sample, str(fp32), input_names=list(names),
+                              output_names=["hidden"], dynamic_axes=axes, opset_version=17, dynamo=False)
+        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+        os.replace(int8, target)
+
+
+class OnnxInt8Encoder:
+    """Lifecycle: built from a loaded transformers encoder (exports or reuses the cached int8 file);
+    ``token_embeddings(features)`` runs a padded batch. One ONNX Runtime session per intra-op thread
+    count, made when first asked (the embedding service chooses the count per batch: ``threads``)."""
+
+    def __init__(self, model: Any, input_names: tuple[str, ...], cache_root: Path) -> None:
+        self.names = tuple(n for n in _INPUTS if n in input_names)
+        self.path = cache_root / "onnx-int8" / weights_key(model) / "model.onnx"
+        self._model = model
+        self._sessions: dict[int, Any] = {}
+        if not self.path.is_file():
+            log.info("exporting the int8 text model to %s (first use)", self.path)
+            export_int8(model, self.names, self.path)
+        try:
+            self.session(1)
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
+            log.warning("int8 model %s does not load (%s); rebuilding it", self.path, exc)
+            self.path.unlink(missing_ok=True)
+            export_int8(model, self.names, self.path)
+            self.session(1)
+
+    def session(self, threads: int) -> Any:
+        if threads not in self._sessions:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no spin against the event loop
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self._sessions[threads] = ort.InferenceSession(str(self.path), opts,
+                                                           providers=["CPUExecutionProvider"])
+        return self._sessions[threads]
+
+    def token_embeddings(self, features: Mapping[str, Any], threads: int) -> np.ndarray:
+        """``(B, T, hidden)`` float32 from the padded ``(B, T)`` token tensors of ``features``."""
+        feed = {n: np.ascontiguousarray(features[n].cpu().numpy(), dtype=np.int64) for n in self.names}
+        out: np.ndarray = self.session(threads).run(None, feed)[0]
+        return out

@@ -1,0 +1,86 @@
+"""The text model's precision (``embed.text_precision``) with the real shipped MiniLM: each arm's
+vectors against sentence-transformers' own float32 ``encode``, the int8 export's cache, validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from mmrag.config import EmbedConfig, Settings
+from mmrag.embed.base import EmbedderOptions, load_embedder
+from mmrag.embed.sentence import SentenceEmbedder, resolve_sentence_model
+from mmrag.errors import InvalidInput
+from mmrag.pipeline import build_embedders
+
+SPEC = "st:sentence-transformers/all-MiniLM-L6-v2"
+TEXTS = ["Revenue grew 12% year over year to $4.2 billion, led by cloud services.",
+         "What was the net income in the third quarter?",
+         "Kurz.",
+         "The consolidated balance sheet shows total assets of 1,234 million at the end of the year. " * 12]
+# measured on the shipped MiniLM (docs/benchmarks.md, "Text embedding precision"): bf16 >= 0.99998,
+# int8 (ONNX Runtime, per-channel weights) 0.993-0.996; per-tensor weights fall to ~0.93
+FLOOR = {"float32": 0.99999, "bf16": 0.9999, "int8": 0.99}
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(resolve_sentence_model(SPEC[3:]), device="cpu")
+    return np.asarray(model.encode(TEXTS, normalize_embeddings=True))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("model-cache")
+
+
+def _load(precision: str, cache: Path) -> SentenceEmbedder:
+    model = load_embedder(SPEC, EmbedderOptions(device="cpu", text_precision=precision, cache_dir=str(cache)))
+    assert isinstance(model, SentenceEmbedder)
+    return model
+
+
+@pytest.mark.parametrize("precision", ["float32", "bf16", "int8"])
+def test_each_precision_close_to_float32_encode(precision: str, reference: np.ndarray, cache: Path) -> None:
+    model = _load(precision, cache)
+    for kind in ("document", "query"):
+        vectors = np.stack(model.embed_batch(TEXTS, kind))
+        cosines = (vectors * reference).sum(axis=1)
+        assert cosines.min() >= FLOOR[precision], (precision, cosines)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    if precision != "float32":  # not float32 itself: the arm changes the numbers
+        assert (np.stack(model.embed_batch(TEXTS)) * reference).sum(axis=1).min() < 0.999999
+
+
+def test_int8_export_is_cached_and_a_corrupt_file_rebuilt(cache: Path) -> None:
+    first = _load("int8", cache)
+    path = first.int8.path  # type: ignore[union-attr]
+    assert path.is_file() and path.is_relative_to(cache)
+    built = path.stat().st_mtime_ns
+    again = _load("int8", cache)
+    assert again.int8.path == path and path.stat().st_mtime_ns == built  # type: ignore[union-attr]
+    expected = np.stack(first.embed_batch(TEXTS))
+    path.write_bytes(b"not an onnx model")
+    rebuilt = _load("int8", cache)
+    assert path.stat().st_size > 1_000_000 and path.read_bytes()[:17] != b"not an onnx model"
+    assert np.allclose(np.stack(rebuilt.embed_batch(TEXTS)), expected, atol=1e-5)
+    assert [p.name for p in path.parent.parent.iterdir()] == [path.parent.name]  # no build folder left
+
+
+def test_bad_precision_names_the_allowed_values(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="'float32', 'int8' or 'bf16'"):
+        EmbedConfig(text_precision="fp16")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="'fp16' is not one of: float32, int8, bf16"):
+        load_embedder(SPEC, EmbedderOptions(text_precision="fp16"))
+
+
+def test_setting_reaches_the_text_model(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, embed=EmbedConfig(text_precision="bf16", clip_model=None,
+                                                             colpali_model=None))
+    embedders, _ = build_embedders(settings)
+    text = embedders["text"].load()  # type: ignore[attr-defined]
+    assert isinstance(text, SentenceEmbedder) and text.precision == "bf16" and text.int8 is None
