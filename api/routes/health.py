@@ -7,8 +7,8 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from api.health_schemas import HealthOut, LiveOut, ReadyOut
 from api.observability import CONTENT_TYPE, readiness
-from api.schemas import HealthOut, LiveOut, ReadyOut
 from mmrag import __version__
 from mmrag.ingest.convert.sandbox import isolation_state
 

@@ -1,25 +1,22 @@
 """Evaluation suites: a dataset, a pipeline configuration and metrics, from ``suite.yaml``.
 
-A suite lives in a folder (``eval/suites/<name>/``) holding ``suite.yaml`` (or
-``suite.json``) and the dataset files it names. Two dataset formats:
+A suite lives in a folder (``eval/suites/<name>/``) holding ``suite.yaml`` (or ``suite.json``) and the
+dataset files it names. Dataset formats:
 
-- ``pdf-qrels``: a folder of documents (PDFs, images) plus ``queries.jsonl``
-  and a qrels TSV whose doc ids are ``filename#page`` (basename, 1-based page).
-- ``beir``: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``,
-  ``qrels/test.tsv``); each corpus record is rendered to a one-document PDF
-  named ``<_id>.pdf`` for ingest, and judged at document level.
+- ``pdf-qrels``: a folder of documents (PDFs, images) plus ``queries.jsonl`` and a qrels TSV whose doc
+  ids are ``filename#page`` (basename, 1-based page).
+- ``beir``: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/test.tsv``); each corpus record
+  is rendered to a one-document PDF named ``<_id>.pdf`` for ingest, and judged at document level.
 - ``financebench``: FinanceBench's own question file (``queries``, relative to ``corpus``:
   ``financebench_id``, ``question``, ``doc_name``, ``evidence[].evidence_page_num`` 0-based) over
   a folder of its PDFs (``include``); judged like ``pdf-qrels`` with ``judge: document`` (each
   evidence page judges its document, and its page in ``page_metrics``). The questions stay where
   their authors' licence put them: nothing is copied into the suite.
 
-Optionally a page-level QA file (``qa.jsonl``: ``id``, ``question``,
-``answers``, ``evidence: [{"document", "page"}]``) drives the answer metrics.
-
-Relative dataset files resolve against the suite folder; a relative
-``corpus`` folder resolves against the repository root (the nearest ancestor
-of the suite holding ``pyproject.toml``), and can be overridden.
+Optionally a page-level QA file (``qa.jsonl``: ``id``, ``question``, ``answers``, ``evidence:
+[{"document", "page"}]``) drives the answer metrics. Relative dataset files resolve against the suite
+folder; a relative ``corpus`` folder resolves against the repository root (the nearest ancestor of the
+suite holding ``pyproject.toml``), and can be overridden.
 """
 
 from __future__ import annotations
