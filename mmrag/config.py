@@ -366,6 +366,10 @@ class CorpusConfig(BaseModel):
     """CLIP/SigLIP spec used for this corpus (recorded at creation)."""
     colpali_model: str | None = None
     """ColPali-family spec used for this corpus (recorded at creation)."""
+    text_precision: TextPrecision | None = None
+    """What the text model computed this corpus's vectors in (recorded at creation; None: a corpus created
+    before the record, embedded in ``float32``). Queries are embedded at the server's
+    ``embed.text_precision``: a different one is close, not equal, and is warned about at start-up."""
     text_datatype: Literal["float32", "float16"] = "float16"
     """How the text embedder's vectors are stored (the text space's chunk vectors and the document space's
     ``doc_text``): ``float16`` halves their bytes (the largest part of the vector store) with retrieval

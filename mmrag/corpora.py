@@ -17,7 +17,7 @@ from mmrag.catalog import Catalog
 from mmrag.catalog.corpora import CorpusRow, check_corpus_name
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
-from mmrag.embed.lazy import one_line, usable
+from mmrag.embed.lazy import LazyEmbedder, one_line, usable
 from mmrag.errors import Conflict, InvalidInput
 from mmrag.jobs.writer import JobWriter
 from mmrag.spaces import Space
@@ -83,6 +83,8 @@ class Corpora:
         for space, embedder in self.embedders.items():
             if space in config.spaces:
                 setattr(config, f"{space}_model", embedder.spec)
+        if "text" in config.spaces:
+            config.text_precision = self.embedders["text"].precision  # type: ignore[assignment]
         if self.exists(name):
             raise Conflict(f"corpus {name!r} already exists")
         self.store.create_collection(name, self.collection_spec(config))
@@ -150,6 +152,27 @@ class Corpora:
         corpus uses stay unloaded; failures land in ``unavailable`` as they would on first use."""
         for space in sorted(self.served_models()):
             usable(self.embedders[space])
+        for row in self.listed():
+            for note in self.model_notes(row.config):
+                log.warning("corpus %r: %s", row.name, note)
+
+    def model_notes(self, config: CorpusConfig) -> list[str]:
+        """Where this server's text model differs from the one that embedded a corpus (its recorded spec and
+        precision): its searches still work, with query vectors close to but not equal to the stored ones.
+        Reads a loaded text model only (nothing loads here)."""
+        text = self.embedders.get("text")
+        if "text" not in config.spaces or text is None or (isinstance(text, LazyEmbedder) and text.state != "loaded"):
+            return []
+        notes = []
+        if config.text_model and config.text_model != text.spec:
+            notes.append(f"its text vectors come from {config.text_model!r}, this server embeds queries with "
+                         f"{text.spec!r}; re-ingest the corpus, or set MMRAG_EMBED__TEXT_MODEL={config.text_model}")
+        stored = config.text_precision or "float32"  # corpora created before the record were float32
+        if text.precision is not None and stored != text.precision:
+            notes.append(f"its text vectors were computed in {stored}, this server embeds queries in "
+                         f"{text.precision} (close: median cosine 0.99, not equal); re-ingest the corpus, or set "
+                         f"MMRAG_EMBED__TEXT_PRECISION={stored}")
+        return notes
 
     def served_models(self) -> set[str]:
         """The spaces whose model :meth:`warm_up` loads: the text model and those the corpora use."""

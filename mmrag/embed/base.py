@@ -43,6 +43,7 @@ class Embedder(abc.ABC):
     multivector: bool  # True: (n_tokens, dim) per item
     dim: int  # vector width
     max_batch: int = 32  # largest batch one forward pass should take
+    precision: str | None = None  # what vectors are computed in where the backend has a choice (st:); None: its one
 
     @abc.abstractmethod
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:

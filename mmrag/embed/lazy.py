@@ -81,6 +81,10 @@ class LazyEmbedder(Embedder):
         return self.load().modalities
 
     @property
+    def precision(self) -> str | None:  # type: ignore[override]  # read from the model once loaded
+        return self.load().precision
+
+    @property
     def multivector(self) -> bool:  # type: ignore[override]  # read from the model once loaded
         return self.load().multivector
 

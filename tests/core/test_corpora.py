@@ -122,3 +122,26 @@ def test_a_space_whose_model_cannot_load_is_a_409_naming_it_in_one_line_of_ours(
         store.close()
         catalog.close()
         jobs.close()
+
+
+def test_a_corpus_records_its_text_precision_and_a_server_computing_in_another_says_so(corpora: Corpora,
+                                                                                        caplog) -> None:
+    text = corpora.embedders["text"]
+    text.precision = "float32"
+    assert corpora.create_corpus("old", CorpusConfig(spaces=["text"])).text_precision == "float32"
+    assert corpora.catalog.corpora.config("old").text_precision == "float32"  # stored with the corpus
+    corpora.catalog.corpora.create("older", CorpusConfig(spaces=["text"], text_model="fake:8"))  # before the record
+    corpora.create_corpus("words", CorpusConfig(spaces=["bm25"]))
+    corpora.warm_up()
+    assert "re-ingest" not in caplog.text  # the same precision (and None read as float32): nothing to say
+    text.precision = "int8"  # the server restarted with MMRAG_EMBED__TEXT_PRECISION=int8
+    assert corpora.create_corpus("new", CorpusConfig(spaces=["text"])).text_precision == "int8"
+    corpora.warm_up()
+    warned = [r.getMessage() for r in caplog.records if "re-ingest" in r.getMessage()]
+    assert len(warned) == 2 and all("computed in float32" in m and "queries in int8" in m for m in warned), warned
+    assert {m.split("'")[1] for m in warned} == {"old", "older"}
+    assert "MMRAG_EMBED__TEXT_PRECISION=float32" in warned[0]
+    other = CorpusConfig(spaces=["text"], text_model="st:another-model", text_precision="int8")
+    assert corpora.model_notes(other) == [
+        "its text vectors come from 'st:another-model', this server embeds queries with 'fake:8'; re-ingest the "
+        "corpus, or set MMRAG_EMBED__TEXT_MODEL=st:another-model"]

@@ -84,3 +84,17 @@ def test_setting_reaches_the_text_model(tmp_path: Path) -> None:
     embedders, _ = build_embedders(settings)
     text = embedders["text"].load()  # type: ignore[attr-defined]
     assert isinstance(text, SentenceEmbedder) and text.precision == "bf16" and text.int8 is None
+
+
+def test_the_embedding_service_serves_the_int8_arm_and_says_so(cache: Path, serve) -> None:  # type: ignore[no-untyped-def]
+    from api.embed_server import create_embed_app
+    from mmrag.embed.service_client import RemoteEmbedder
+
+    app = create_embed_app([SPEC], EmbedderOptions(device="cpu", text_precision="int8", cache_dir=str(cache)))
+    server = serve(app)
+    remote, local = RemoteEmbedder(server.url, SPEC), _load("int8", cache)
+    assert remote.precision == local.precision == "int8"  # read from the service's /health
+    for kind in ("document", "query"):
+        np.testing.assert_allclose(np.stack(remote.embed_batch(TEXTS, kind)), np.stack(local.embed_batch(TEXTS, kind)),
+                                   atol=1e-5)
+    remote.close()
