@@ -7,6 +7,7 @@ Lifecycle: one per process, built by :func:`mmrag.pipeline.build_pipeline` over 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mmrag.catalog import Catalog
@@ -20,7 +21,7 @@ class PageView:
     info: PageInfo
     filename: str  # its document's file name
     text: str  # its words in reading order, joined by spaces
-    words: list[Word]  # with their boxes, normalised to the page as displayed
+    words: Sequence[Word]  # with their boxes, normalised to the page as displayed
 
 
 @dataclass

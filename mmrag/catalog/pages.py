@@ -8,6 +8,7 @@ Lifecycle: one per :class:`mmrag.catalog.Catalog`, over its database; thread-saf
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,7 @@ class PageTable:
         for r in rows:
             text = unpack_text(r[6])
             pages.append(Page(id=r[0], document_id=doc_id, number=r[1], width=r[2], height=r[3], image_hash=r[4],
-                              text_source=TextSource(r[5]), text=text, words=unpack_words(r[7], text),
+                              text_source=TextSource(r[5]), text=text, words=list(unpack_words(r[7], text)),
                               context=json.loads(r[8]), table_header=json.loads(r[9]),
                               bm25_text=None if r[10] is None else unpack_variant(r[10], text)))
         return pages
@@ -67,7 +68,7 @@ class PageTable:
         rows = self._db.rows(f"SELECT id, text FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
         return {pid: unpack_text(t) for pid, t in rows}
 
-    def words(self, corpus: str, page_ids: list[str]) -> dict[str, list[Word]]:
+    def words(self, corpus: str, page_ids: list[str]) -> dict[str, Sequence[Word]]:
         if not page_ids:
             return {}
         marks = ",".join("?" * len(page_ids))

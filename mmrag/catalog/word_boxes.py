@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -35,7 +37,42 @@ def pack_words(words: list[Word], text: str) -> str | bytes:
     return zlib.compress(code_boxes(np.rint(boxes * _SCALE).astype(np.int64)).astype("<u2").tobytes(), 9)
 
 
-def unpack_words(stored: str | bytes, text: str) -> list[Word]:
+class PageWords(Sequence[Word]):
+    """A page's words as read back: their texts and an (n, 4) array of boxes; a :class:`Word` is made
+    only when read (a search's snippet reads a chunk of a page's ~800 words: making them all was most of
+    its hydrate time on long reports)."""
+
+    __slots__ = ("_boxes", "_texts")
+
+    def __init__(self, texts: list[str], boxes: np.ndarray) -> None:
+        if len(texts) != len(boxes):
+            raise ValueError(f"{len(texts)} words but {len(boxes)} boxes")
+        self._texts, self._boxes = texts, boxes
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @overload
+    def __getitem__(self, index: int) -> Word: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Word]: ...
+    def __getitem__(self, index: int | slice) -> Word | list[Word]:
+        if isinstance(index, slice):
+            return [Word(text=t, bbox=tuple(b)) for t, b in  # type: ignore[arg-type]
+                    zip(self._texts[index], self._boxes[index].tolist(), strict=True)]
+        return Word(text=self._texts[index], bbox=tuple(self._boxes[index].tolist()))  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Word]:
+        return iter(self[:])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def unpack_words(stored: str | bytes, text: str) -> Sequence[Word]:
+    """The words of a page from their stored form and the page text (:func:`pack_words`)."""
     if isinstance(stored, bytes):
         if not stored:
             return []
@@ -48,8 +85,7 @@ def unpack_words(stored: str | bytes, text: str) -> list[Word]:
         boxes = np.frombuffer(raw, dtype="<u2").reshape(-1, 4)
     else:
         return [Word(text=t, bbox=tuple(b)) for t, b in json.loads(stored)]  # type: ignore[arg-type]
-    fractions = (boxes / _SCALE).tolist()
-    return [Word(text=t, bbox=tuple(b)) for t, b in zip(text.split(" "), fractions, strict=True)]  # type: ignore[arg-type]
+    return PageWords(text.split(" "), boxes / _SCALE)
 
 
 def code_boxes(boxes: np.ndarray) -> np.ndarray:

@@ -20,6 +20,10 @@ from mmrag.retrieve.rank_features import CandidatePage, PageTraits, page_traits
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, VectorStore
 
+SCORING_FIELDS = ["page_id", "document_id", "page", "section"]
+"""The payload fields the candidates' scoring queries read (a page's full payload carries its document's
+facts: converting it for every candidate of every space was most of the ranker's cost)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CandidateDepth:
@@ -81,9 +85,10 @@ def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCa
                       first: Sequence[Hit], fit: Mapping[str, float], depth: CandidateDepth
                       ) -> tuple[list[CandidatePage], dict[str, Hit]]:
     """The candidates of a search (first-stage order, then the added pages by document and number) and
-    a hit per candidate page (its payload; score meaningless). ``first``: the fused first stage's hits,
-    best first; ``fit``: document id -> fit (the document stage's prior); ``flt``: the request's filter,
-    which every added page must meet too."""
+    a hit per candidate page (score meaningless; the full payload for first-stage pages, the
+    :data:`SCORING_FIELDS` for pages only the scoring queries brought: ``Retriever.finish_hits``).
+    ``first``: the fused first stage's hits, best first; ``fit``: document id -> fit (the document
+    stage's prior); ``flt``: the request's filter, which every added page must meet too."""
     first = list(first[:depth.first_stage])
     docs = document_order(first)
     ids: dict[str, None] = {h.payload["page_id"]: None for h in first}
@@ -101,7 +106,7 @@ def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCa
             space.prefetch(query, len(page_ids), within) if usable(space, query) else None
         if node is None:
             continue
-        for hit in store.query(corpus, node):
+        for hit in store.query(corpus, node, payload=SCORING_FIELDS):
             pid = hit.payload["page_id"]
             hits.setdefault(pid, hit)
             if space.document_level:

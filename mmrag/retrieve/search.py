@@ -194,7 +194,7 @@ class Retriever:
             hits = order_hits([replace(by_page[c.page_id], score=float(s)) for c, s in zip(candidates, scores,
                                                                                           strict=True)],
                               request.top_k)
-            hits = self.with_text_vectors(corpus, spaces, names, query, hits)
+            hits = self.finish_hits(corpus, spaces, names, query, hits)
             if request.explain:
                 contributions = explain_ranker(ranker, candidates, rows, {h.payload["page_id"] for h in hits})
         else:
@@ -268,17 +268,24 @@ class Retriever:
         return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
                                  request_filter(request), first, fit, depth)
 
-    def with_text_vectors(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
-                          hits: list[Hit]) -> list[Hit]:
-        """``hits`` with their pages' text vectors (the snippet picks the best chunk by them)."""
-        if "text" not in names or not hits:
+    def finish_hits(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
+                    hits: list[Hit]) -> list[Hit]:
+        """The ranker's ``hits`` with their full payloads (the candidates' scoring queries read only a few
+        fields) and, where the text space is used, their pages' text vectors (the snippet picks the best
+        chunk by them): one store call for the top pages."""
+        if not hits:
             return hits
         ids = [h.payload["page_id"] for h in hits]
-        node = spaces["text"].prefetch(query, len(ids), FilterSpec(match={"page_id": ids}))
-        if node is None:
-            return hits
-        vectors = {h.payload["page_id"]: h.vectors for h in self.store.query(corpus, node, with_vectors=["text"])}
-        return [replace(h, vectors=vectors.get(h.payload["page_id"], h.vectors)) for h in hits]
+        node = spaces["text"].prefetch(query, len(ids), FilterSpec(match={"page_id": ids})) if "text" in names \
+            else None
+        found = self.store.query(corpus, node, with_vectors=["text"]) if node is not None else []
+        full = {h.payload["page_id"]: h for h in found}
+        rest = [pid for pid in ids if pid not in full]  # no text space here, or a page without text vectors
+        if rest:
+            stored = self.store.scroll(corpus, FilterSpec(match={"page_id": rest}), limit=len(rest))
+            full.update((h.payload["page_id"], h) for h in stored)
+        return [replace(h, payload=full[pid].payload, vectors=full[pid].vectors or h.vectors)
+                if (pid := h.payload["page_id"]) in full else h for h in hits]
 
     def prior_ranked(self, corpus: str, names: list[str], query: QueryInput, node: QueryNode,
                      request: SearchRequest) -> tuple[list[Hit], dict[str, float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,7 +17,7 @@ def query_terms(text: str) -> set[str]:
     return {t.lower() for t in _TOKEN.findall(text) if len(t) > 1}
 
 
-def best_window(words: list[Word], start: int, end: int, terms: set[str], width: int) -> tuple[int, int]:
+def best_window(words: Sequence[Word], start: int, end: int, terms: set[str], width: int) -> tuple[int, int]:
     """The ``width``-word window of words[start:end] with the most query-term hits (first on ties)."""
     if end - start <= width:
         return start, end
@@ -30,7 +31,7 @@ def best_window(words: list[Word], start: int, end: int, terms: set[str], width:
     return best_at, best_at + width
 
 
-def snippet(words: list[Word], query: str, chunk_size: int, overlap: int,
+def snippet(words: Sequence[Word], query: str, chunk_size: int, overlap: int,
             chunk_vectors: np.ndarray | None, query_vector: np.ndarray | None,
             width: int = 40) -> tuple[str, list[BBox]]:
     """Text and word boxes of the part of the page that best matches the query.

@@ -148,7 +148,9 @@ class VectorStore(abc.ABC):
         """Set the given top-level payload keys on every point ``flt`` matches (other keys stay)."""
 
     @abc.abstractmethod
-    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]: ...
+    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
+              payload: list[str] | None = None) -> list[Hit]:
+        """The plan's hits, best first; ``payload``: only these payload fields (None: all of it)."""
 
     @abc.abstractmethod
     def count(self, name: str, flt: FilterSpec | None = None) -> int: ...

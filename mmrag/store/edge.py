@@ -117,10 +117,12 @@ class EdgeStore(VectorStore):
             shard.update(qe.UpdateOperation.set_payload_by_filter(condition, payload))
             shard.flush()
 
-    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]:
+    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
+              payload: list[str] | None = None) -> list[Hit]:
         request = qe.QueryRequest(
             limit=node.limit, query=er.query(rq.query(node), node.using), prefetches=er.prefetches(rq.prefetches(node)),
-            filter=_filter(node.filter), with_payload=True, with_vector=with_vectors or False,
+            filter=_filter(node.filter), with_payload=payload if payload is not None else True,
+            with_vector=with_vectors or False,
             params=er.search_params(rq.search_params(node)),
         )
         return [rq.to_hit(p) for p in self._shard(name).query(request)]

@@ -96,11 +96,13 @@ class QdrantClientStore(VectorStore):
         with self._lock:
             self.client.set_payload(self._require(name), payload=payload, points=condition, wait=True)
 
-    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None) -> list[Hit]:
+    def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
+              payload: list[str] | None = None) -> list[Hit]:
         with self._lock:
             response = self.client.query_points(
                 self._require(name), prefetch=rq.prefetches(node), query=rq.query(node), using=node.using,
-                query_filter=rq.to_filter(node.filter), limit=node.limit, with_payload=True,
+                query_filter=rq.to_filter(node.filter), limit=node.limit,
+                with_payload=payload if payload is not None else True,
                 with_vectors=with_vectors or False, search_params=rq.search_params(node),
             )
         return [rq.to_hit(p) for p in response.points]

@@ -87,6 +87,9 @@ def test_word_boxes_pack_to_a_tenth_and_round_trip():
     spaced = [Word(text="a b", bbox=(0, 0, 1, 1))]
     assert unpack_words(pack_words(spaced, "a b"), "a b")[0].text == "a b"
     assert unpack_words(pack_words([], ""), "") == []
+    back = unpack_words(packed, text)  # read lazily: a slice makes only its words, equal to the list's
+    assert len(back) == len(words) and back[1:3] == list(back)[1:3] and back[-1] == list(back)[-1]
+    assert back == unpack_words(b16, text) and back != list(back)[:-1]
 
 
 def test_box_codes_are_exact_for_any_boxes():

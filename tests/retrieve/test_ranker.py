@@ -120,3 +120,18 @@ def test_a_configured_model_that_is_missing_stops_the_start_and_a_broken_one_is_
         report.search("r", SearchRequest(query="dividends paid"))
     r.config = r.config.model_copy(update={"ranking": RankingConfig(ranker="off")})
     assert report.search("r", SearchRequest(query="dividends paid")).evidence  # the old first stage
+
+
+def test_a_page_without_text_among_the_ranked_pages_comes_back_whole(report, tmp_path: Path) -> None:
+    """The candidates' scoring queries read a few payload fields; the ranked top pages get their full payload
+    back, a page that has no text vectors (blank) through the store's scroll."""
+    doc = pymupdf.open()
+    doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 700), "Zanzibar clove harvest tonnage per season.")
+    doc.new_page()  # blank: no words, so no text vectors
+    report.ingest.file_bytes("r", doc.tobytes(), "cloves.pdf")
+    retriever = report.retriever
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
+        ranker=str(toy_model(tmp_path)), rank_depth=1, rank_documents=1)})
+    got = report.search("r", SearchRequest(query="Zanzibar clove harvest tonnage", top_k=5)).evidence
+    assert ("cloves.pdf", 2) in {(Path(e.filename).name, e.page) for e in got}  # the blank page, whole
+    assert all(e.document_id and e.kind for e in got)

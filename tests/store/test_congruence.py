@@ -95,6 +95,18 @@ def test_multivector_maxsim_matches_numpy(stores, data):
         assert [h.score for h in hits] == pytest.approx([scores[i] for i in oracle], abs=1e-3)
 
 
+def test_a_payload_selection_returns_only_those_fields_on_both_engines(stores, data):
+    q = _unit(np.random.default_rng(4).standard_normal(DIM)).astype(np.float32)
+    by_id = {p.id: p.payload for p in data}
+    for store in stores.values():
+        full = store.query("c", QueryNode(limit=10, using="dense", vector=q))
+        some = store.query("c", QueryNode(limit=10, using="dense", vector=q), payload=["page_id", "page"])
+        assert _ids(some) == _ids(full) and [h.score for h in some] == [h.score for h in full]
+        assert [h.payload for h in full] == [by_id[h.id] for h in full]
+        assert [h.payload for h in some] == [{"page_id": by_id[h.id]["page_id"], "page": by_id[h.id]["page"]}
+                                             for h in some]
+
+
 def test_sparse_idf_congruent(stores):
     q = SparseVec([1, 5, 9, 22], [1.0, 1.0, 1.0, 1.0])
     results = [store.query("c", QueryNode(limit=15, using="bm25", vector=q)) for store in stores.values()]
