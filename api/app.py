@@ -77,8 +77,9 @@ def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> Non
     app.state.settings = settings
     app.state.auth = AuthGate(settings)
     app.state.pipeline.answers.enable()  # load the VLM at start-up: /health says whether it is on
-    # the embedders of the served corpora load in the background: the first search or upload does not stall
-    threading.Thread(target=app.state.pipeline.corpora.warm_up, name="mmrag-warm-up", daemon=True).start()
+    # the models and rankers of the served corpora load in the background: the first search or upload does
+    # not stall, and the collector does not scan them again (Pipeline.warm_up)
+    threading.Thread(target=app.state.pipeline.warm_up, name="mmrag-warm-up", daemon=True).start()
     url = os.environ.get("MMRAG_SERVER_URL", f"http://{settings.api.host}:{settings.api.port}")
     with open(server_file(settings), "w") as fh:
         json.dump({"pid": os.getpid(), "url": url}, fh)

@@ -152,3 +152,22 @@ def test_warm_up_loads_the_text_model_and_the_models_of_served_corpora_only(tmp_
         assert {s: e.state for s, e in again.embedders.items()} == {"text": "loaded", "clip": "loaded"}
     finally:
         again.close()
+
+
+def test_the_pipelines_warm_up_loads_the_corpora_rankers_and_freezes_what_start_up_loaded(pipeline):
+    import gc
+
+    from mmrag.retrieve import ranker
+
+    pipeline.corpora.create_corpus("c")
+    ranker._CACHE.clear()
+    frozen = gc.get_freeze_count()
+    try:
+        pipeline.warm_up()
+        assert [path for path, _ in ranker._CACHE] == [str(ranker.SHIPPED.resolve())]  # the corpus's ranker
+        assert gc.get_freeze_count() > 0  # start-up's objects are out of the collector's scans
+        if frozen:
+            assert gc.get_freeze_count() == frozen  # once per process
+    finally:
+        if not frozen:
+            gc.unfreeze()
