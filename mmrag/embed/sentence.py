@@ -15,7 +15,8 @@ Precision (``EmbedderOptions.text_precision``, the ``embed.text_precision`` sett
 ``bf16``, the same weights under ``torch.autocast`` (bfloat16 matmuls: AVX-512 BF16 on CPU); ``int8``,
 the transformer exported and quantised by :mod:`mmrag.embed.onnx_int8` and run by ONNX Runtime on
 the CPU, with the model's own pooling and normalisation after it. Documents and queries go through
-the one model, so a corpus and its queries always share the precision.
+the one model, so within a process a corpus and its queries share the precision; across a change of the
+setting the corpus's recorded precision says otherwise (``Corpora.model_notes`` warns at start-up).
 """
 
 from __future__ import annotations
