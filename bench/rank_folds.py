@@ -12,7 +12,8 @@ Each suite is read from a data folder where ``mmrag eval run`` ingested it (``SU
 
 Quality is deterministic (no rounds); intervals are 95 % bootstrap over questions, differences paired.
 ``--latency N`` times N rounds of every training question's search with the ranker and without,
-alternated (ABBA), and prints the ranker's own share (candidates + features + model).
+alternated question by question, and prints the ranker's cost (the paired difference of the rounds' p50s: candidates,
+features and model) and the p50 and p99 ratios.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from mmrag.evaluate.rank_data import (
     score_questions,
     stack,
 )
-from mmrag.evaluate.stats import Estimate, interval, mean_stat, ratio_interval
+from mmrag.evaluate.stats import Estimate, interval, latency_stats, mean_stat, paired_ratios
 from mmrag.evaluate.suite import load_suite
 from mmrag.retrieve.ranker import ROUNDS, train_ranker
 from mmrag.types import SearchRequest
@@ -117,10 +118,16 @@ def candidate_recall(questions: Sequence[QuestionRows]) -> None:
 
 
 def latency(specs: Sequence[str], rounds: int, model_path: Path) -> dict[str, Estimate]:
-    """Search seconds per question with the ranker (model_path) and without, alternated over rounds."""
-    on: list[float] = []
-    off: list[float] = []
+    """Search latency with the ranker (``model_path``) and without, alternated question by question (the
+    order flipping each question and round) in one process per suite, warmed up as the server's start-up
+    warms it. Per round and arm: the p50 and p99 of that round's searches
+    (:func:`mmrag.evaluate.stats.latency_stats`); the ranker's cost is the paired difference of the p50s,
+    the ratios are paired per round; each suite on its own (``SUITE_p50_ratio``...: a 5,000-page corpus
+    and a small one are different workloads)."""
+    out: dict[str, Estimate] = {}
     for spec in specs:
+        p50: dict[str, list[float]] = {"on": [], "off": []}
+        p99: dict[str, list[float]] = {"on": [], "off": []}
         suite_path, data_dir = suite_arg(spec)
         suite = load_suite(suite_path)
         _, pipeline = open_search_pipeline(data_dir)
@@ -128,20 +135,33 @@ def latency(specs: Sequence[str], rounds: int, model_path: Path) -> dict[str, Es
         arms = {"on": retriever.config.model_copy(update={"ranking": RankingConfig(ranker=str(model_path))}),
                 "off": retriever.config.model_copy(update={"ranking": RankingConfig(ranker="off")})}
         try:
+            pipeline.warm_up()
+            for name in arms:  # untimed: sessions, caches (the ranker's page traits)
+                retriever.config = arms[name]
+                for q in suite.queries:
+                    pipeline.search(suite.corpus_name, SearchRequest(query=q.text, top_k=10))
             for r in range(rounds):
-                for name in ("on", "off") if r % 2 == 0 else ("off", "on"):
-                    retriever.config = arms[name]
-                    for q in suite.queries:
+                times: dict[str, list[float]] = {"on": [], "off": []}
+                for i, q in enumerate(suite.queries):  # arms alternate query by query: the same box state
+                    for name in ("on", "off") if (i + r) % 2 == 0 else ("off", "on"):
+                        retriever.config = arms[name]
                         t = time.perf_counter()
                         pipeline.search(suite.corpus_name, SearchRequest(query=q.text, top_k=10))
-                        (on if name == "on" else off).append(time.perf_counter() - t)
+                        times[name].append(time.perf_counter() - t)
+                for name, got in times.items():
+                    stats = latency_stats(got)
+                    p50[name].append(stats.p50 * 1000)
+                    p99[name].append(stats.p99 * 1000)
+                print(f"{suite.corpus_name} round {r + 1}/{rounds}: p50 ranker {p50['on'][-1]:.1f} ms, without "
+                      f"{p50['off'][-1]:.1f} ms; p99 {p99['on'][-1]:.1f} / {p99['off'][-1]:.1f} ms", flush=True)
         finally:
             pipeline.close()
-    p50_on, p50_off = float(np.median(on)), float(np.median(off))
-    print(f"search p50: ranker {p50_on * 1000:.1f} ms, without {p50_off * 1000:.1f} ms "
-          f"(p99 {np.percentile(on, 99) * 1000:.1f} / {np.percentile(off, 99) * 1000:.1f} ms; {len(on)} searches)")
-    return {"p50_ratio": ratio_interval(on, off), "p50_on_ms": interval([t * 1000 for t in on]),
-            "p50_off_ms": interval([t * 1000 for t in off])}
+        key = suite.name.replace("-", "_")
+        out |= {f"{key}_p50_ratio": interval(paired_ratios(p50["on"], p50["off"])),
+                f"{key}_p99_ratio": interval(paired_ratios(p99["on"], p99["off"])),
+                f"{key}_ranker_ms": interval([a - b for a, b in zip(p50["on"], p50["off"], strict=True)]),
+                f"{key}_p50_on_ms": interval(p50["on"]), f"{key}_p50_off_ms": interval(p50["off"])}
+    return out
 
 
 def main() -> None:

@@ -46,6 +46,21 @@ class PageTable:
                              corpus, doc_id)
         return [_page_info(r) for r in rows]
 
+    def first_of_document(self, corpus: str, doc_id: str, limit: int) -> list[tuple[str, int]]:
+        """(page id, number) of the document's first ``limit`` pages, in order (no row parsed: cheap)."""
+        return [(r[0], r[1]) for r in self._db.rows(
+            "SELECT id, number FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number LIMIT ?",
+            corpus, doc_id, limit)]
+
+    def places(self, corpus: str, page_ids: list[str]) -> dict[str, tuple[str, int]]:
+        """page id -> (its document id, its number), for those of ``page_ids`` the corpus has."""
+        if not page_ids:
+            return {}
+        marks = ",".join("?" * len(page_ids))
+        rows = self._db.rows(f"SELECT id, document_id, number FROM pages WHERE corpus = ? AND id IN ({marks})",
+                             corpus, *page_ids)
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def stored(self, corpus: str, doc_id: str) -> list[Page]:
         """The pages of a document as ingested (text, words, context; no images): what re-embedding reads."""
         rows = self._db.rows("SELECT id, number, width, height, image_hash, text_source, text, words, context, "
@@ -67,6 +82,15 @@ class PageTable:
         marks = ",".join("?" * len(page_ids))
         rows = self._db.rows(f"SELECT id, text FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
         return {pid: unpack_text(t) for pid, t in rows}
+
+    def texts_and_sections(self, corpus: str, page_ids: list[str]) -> dict[str, tuple[str, list[str]]]:
+        """page id -> (its plain text as :meth:`plain_texts` gives it, its section path)."""
+        if not page_ids:
+            return {}
+        marks = ",".join("?" * len(page_ids))
+        rows = self._db.rows(f"SELECT id, text, context FROM pages WHERE corpus = ? AND id IN ({marks})",
+                             corpus, *page_ids)
+        return {pid: (unpack_text(t), json.loads(c)) for pid, t, c in rows}
 
     def words(self, corpus: str, page_ids: list[str]) -> dict[str, Sequence[Word]]:
         if not page_ids:

@@ -91,13 +91,16 @@ def collect_questions(retriever: Retriever, corpus: str, questions: Sequence[Jud
     """The candidates, feature rows and labels of every question searched in ``corpus`` (the code a
     search runs); ``progress(done, total)`` after each."""
     out = []
+    files: dict[str, str] = {}  # document id -> its file's name (the judgments' key)
     for i, question in enumerate(questions):
         request = SearchRequest(query=question.text, top_k=10, spaces=spaces)
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
         baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"  # on a copy: both set its limit
                     for h in retriever.prior_ranked(corpus, names, qin, replace(node), request)[0]]
-        candidates, hits = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
-        keys = [f"{Path(hits[c.page_id].payload['filename']).name}#{c.page}" for c in candidates]
+        candidates = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
+        for doc in {c.document_id for c in candidates} - files.keys():
+            files[doc] = Path(retriever.catalog.documents.get(corpus, doc).filename).name
+        keys = [f"{files[c.document_id]}#{c.page}" for c in candidates]
         out.append(QuestionRows(
             query_id=question.id, fold=question.fold, suite=suite,
             rows=feature_matrix(qin.text, candidates),

@@ -23,3 +23,9 @@ def page_id(doc_id: str, number: int) -> str:
 def point_id(page: str) -> str:
     """The Qdrant point id (a UUID string) of a page id."""
     return str(uuid.UUID(hex=page[:32]))
+
+
+def page_of_point(point: str) -> str:
+    """The page id of a point id as both stores give it back (a canonical UUID string: lower-case,
+    dashed): :func:`point_id`'s inverse, page ids being 32 hex chars."""
+    return point.replace("-", "")

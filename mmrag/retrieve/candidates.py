@@ -12,17 +12,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mmrag.catalog import Catalog
+from mmrag.ingest.ids import page_of_point, point_id
 from mmrag.retrieve.plan import usable
 from mmrag.retrieve.rank_features import CandidatePage, PageTraits, page_traits
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, VectorStore
-
-SCORING_FIELDS = ["page_id", "document_id", "page", "section"]
-"""The payload fields the candidates' scoring queries read (a page's full payload carries its document's
-facts: converting it for every candidate of every space was most of the ranker's cost)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,20 +40,19 @@ class PageTraitsCache:
         self._traits: OrderedDict[tuple[str, str], PageTraits] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, corpus: str, hits: Mapping[str, Hit]) -> dict[str, PageTraits]:
-        """page id -> traits of every page in ``hits`` (page id -> a hit with its payload)."""
+    def get(self, corpus: str, page_ids: Sequence[str]) -> dict[str, PageTraits]:
+        """page id -> traits of each of ``page_ids`` (a page the catalog lacks: those of no text)."""
         out: dict[str, PageTraits] = {}
         with self._lock:
-            for pid in hits:
+            for pid in page_ids:
                 found = self._traits.get((corpus, pid))
                 if found is not None:
                     self._traits.move_to_end((corpus, pid))
                     out[pid] = found
-        missing = [pid for pid in hits if pid not in out]
+        missing = [pid for pid in page_ids if pid not in out]
         if missing:
-            texts = self.catalog.pages.plain_texts(corpus, missing)
-            new = {pid: page_traits(texts.get(pid, ""), tuple(hits[pid].payload.get("section") or ()))
-                   for pid in missing}
+            stored = self.catalog.pages.texts_and_sections(corpus, missing)
+            new = {pid: page_traits(*stored.get(pid, ("", []))) for pid in missing}
             out.update(new)
             with self._lock:
                 for pid, traits in new.items():
@@ -64,6 +60,15 @@ class PageTraitsCache:
                 while len(self._traits) > self.max_pages:
                     self._traits.popitem(last=False)
         return out
+
+
+def located(catalog: Catalog, corpus: str, hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` of a query that read no payload, each given its page's ``page_id``, ``document_id`` and
+    ``page`` from the catalog (a point the catalog does not have yet, mid-ingest, is left out)."""
+    pages = {h.id: page_of_point(h.id) for h in hits}
+    places = catalog.pages.places(corpus, list(pages.values()))
+    return [replace(h, payload={"page_id": pid, "document_id": places[pid][0], "page": places[pid][1]})
+            for h in hits if (pid := pages[h.id]) in places]
 
 
 def document_order(hits: Sequence[Hit]) -> list[str]:
@@ -83,21 +88,21 @@ def _within(flt: FilterSpec | None, page_ids: list[str]) -> FilterSpec:
 def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCache, corpus: str,
                       spaces: Mapping[str, Space], names: Sequence[str], query: QueryInput, flt: FilterSpec | None,
                       first: Sequence[Hit], fit: Mapping[str, float], depth: CandidateDepth
-                      ) -> tuple[list[CandidatePage], dict[str, Hit]]:
-    """The candidates of a search (first-stage order, then the added pages by document and number) and
-    a hit per candidate page (score meaningless; the full payload for first-stage pages, the
-    :data:`SCORING_FIELDS` for pages only the scoring queries brought: ``Retriever.finish_hits``).
-    ``first``: the fused first stage's hits, best first; ``fit``: document id -> fit (the document
-    stage's prior); ``flt``: the request's filter, which every added page must meet too."""
+                      ) -> list[CandidatePage]:
+    """The candidates of a search (first-stage order, then the added pages by document and number).
+    ``first``: the fused first stage's hits, best first, :func:`located`; ``fit``: document id -> fit (the
+    document stage's prior); ``flt``: the request's filter, which every added page must meet too (a
+    candidate is a page some scoring query returns)."""
     first = list(first[:depth.first_stage])
     docs = document_order(first)
-    ids: dict[str, None] = {h.payload["page_id"]: None for h in first}
+    place: dict[str, tuple[str, int]] = {h.payload["page_id"]: (h.payload["document_id"], int(h.payload["page"]))
+                                         for h in first}
     for doc_id in docs[:depth.documents]:
-        for info in catalog.pages.of_document(corpus, doc_id)[:depth.pages_per_document]:
-            ids.setdefault(info.id, None)
-    page_ids = list(ids)
+        for pid, number in catalog.pages.first_of_document(corpus, doc_id, depth.pages_per_document):
+            place.setdefault(pid, (doc_id, number))
+    page_ids = list(place)
     within = _within(flt, page_ids)
-    hits: dict[str, Hit] = {h.payload["page_id"]: h for h in first}
+    returned: set[str] = {h.payload["page_id"] for h in first}
     scores: dict[str, dict[str, float]] = {pid: {} for pid in page_ids}
     doc_match: dict[str, float] = {}
     for name in names:
@@ -106,27 +111,33 @@ def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCa
             space.prefetch(query, len(page_ids), within) if usable(space, query) else None
         if node is None:
             continue
-        for hit in store.query(corpus, node, payload=SCORING_FIELDS):
-            pid = hit.payload["page_id"]
-            hits.setdefault(pid, hit)
+        for hit in store.query(corpus, node, payload=[]):
+            pid = page_of_point(hit.id)
+            returned.add(pid)
             if space.document_level:
-                doc_match.setdefault(hit.payload["document_id"], hit.score)
+                doc_match.setdefault(place[pid][0], hit.score)
             else:
-                scores.setdefault(pid, {})[name] = hit.score
-    found = [pid for pid in page_ids if pid in hits]
-    page = traits.get(corpus, {pid: hits[pid] for pid in found})
-    all_docs = document_order([hits[pid] for pid in found])
+                scores[pid][name] = hit.score
+    found = [pid for pid in page_ids if pid in returned]
+    page = traits.get(corpus, found)
+    all_docs = list(dict.fromkeys(place[pid][0] for pid in found))
     counts = catalog.documents.page_counts(corpus, all_docs)
     doc_rank = {d: i for i, d in enumerate(docs)}
     first_rank = {h.payload["page_id"]: (i, h.score) for i, h in enumerate(first)}
     out = []
     for pid in found:
-        payload = hits[pid].payload
-        doc = payload["document_id"]
+        doc, number = place[pid]
         rank, fused = first_rank.get(pid, (None, 0.0))
         out.append(CandidatePage(
-            page_id=pid, document_id=doc, page=int(payload.get("page", 1)), fused_rank=rank, fused=fused,
-            scores=scores.get(pid, {}), doc_match=doc_match.get(doc, 0.0), doc_fit=float(fit.get(doc, 0.0)),
+            page_id=pid, document_id=doc, page=number, fused_rank=rank, fused=fused,
+            scores=scores[pid], doc_match=doc_match.get(doc, 0.0), doc_fit=float(fit.get(doc, 0.0)),
             doc_rank=doc_rank.get(doc, len(docs)), doc_pages=counts.get(doc, 1), traits=page[pid],
         ))
-    return out, hits
+    return out
+
+
+def candidate_hit(candidate: CandidatePage, score: float) -> Hit:
+    """A ranked candidate as a hit; its payload is where the page is (``page_id``, ``document_id``,
+    ``page``) until ``Retriever.finish_hits`` reads the whole of it."""
+    return Hit(id=point_id(candidate.page_id), score=score,
+               payload={"page_id": candidate.page_id, "document_id": candidate.document_id, "page": candidate.page})

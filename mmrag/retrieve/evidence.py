@@ -6,9 +6,14 @@ from mmrag.store.base import Hit
 from mmrag.types import Evidence
 
 
+def rank_key(score: float, page_id: str) -> tuple[float, str]:
+    """The order of ranked pages: best first; equal scores (to 6 decimals) by page id, so both engines agree."""
+    return -round(score, 6), page_id
+
+
 def order_hits(hits: list[Hit], top_k: int) -> list[Hit]:
-    """Best first; equal scores (to 6 decimals) ordered by page id, so both engines agree."""
-    return sorted(hits, key=lambda h: (-round(h.score, 6), h.payload.get("page_id", h.id)))[:top_k]
+    """The best ``top_k`` of ``hits`` by :func:`rank_key`."""
+    return sorted(hits, key=lambda h: rank_key(h.score, h.payload.get("page_id", h.id)))[:top_k]
 
 
 def merge_duplicates(evidence: list[Evidence]) -> list[Evidence]:

@@ -20,9 +20,9 @@ from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
 from mmrag.errors import Conflict, InvalidInput, Unavailable
 from mmrag.imaging import decode_query_image
-from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, gather_candidates
+from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, candidate_hit, gather_candidates, located
 from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
-from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_table
+from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_key, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
 from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
@@ -188,12 +188,11 @@ class Retriever:
         contributions: dict[str, dict[str, float]] = {}
         factors: dict[str, float] = {}
         if ranker is not None:
-            candidates, by_page = self.candidates(corpus, spaces, names, query, fit, node, request)
+            candidates = self.candidates(corpus, spaces, names, query, fit, node, request)
             rows = feature_matrix(query.text, candidates)
-            scores = ranker.score(rows)
-            hits = order_hits([replace(by_page[c.page_id], score=float(s)) for c, s in zip(candidates, scores,
-                                                                                          strict=True)],
-                              request.top_k)
+            scores = [float(s) for s in ranker.score(rows)]
+            best = sorted(range(len(candidates)), key=lambda i: rank_key(scores[i], candidates[i].page_id))
+            hits = [candidate_hit(candidates[i], scores[i]) for i in best[:request.top_k]]
             hits = self.finish_hits(corpus, spaces, names, query, hits)
             if request.explain:
                 contributions = explain_ranker(ranker, candidates, rows, {h.payload["page_id"] for h in hits})
@@ -259,20 +258,21 @@ class Retriever:
 
     def candidates(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                    fit: Mapping[str, float], node: QueryNode, request: SearchRequest
-                   ) -> tuple[list[CandidatePage], dict[str, Hit]]:
+                   ) -> list[CandidatePage]:
         """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`)."""
         r = self.config.ranking
         depth = CandidateDepth(max(request.top_k, r.rank_depth), r.rank_documents, r.rank_document_pages)
         node.limit = depth.first_stage + TIE_MARGIN
-        first = order_hits(self.store.query(corpus, node), depth.first_stage)
+        first = order_hits(located(self.catalog, corpus, self.store.query(corpus, node, payload=[])),
+                           depth.first_stage)
         return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
                                  request_filter(request), first, fit, depth)
 
     def finish_hits(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                     hits: list[Hit]) -> list[Hit]:
-        """The ranker's ``hits`` with their full payloads (the candidates' scoring queries read only a few
-        fields) and, where the text space is used, their pages' text vectors (the snippet picks the best
-        chunk by them): one store call for the top pages."""
+        """The ranker's ``hits`` with their full payloads (the candidates' queries read none) and, where the
+        text space is used, their pages' text vectors (the snippet picks the best chunk by them): one store
+        call for the top pages."""
         if not hits:
             return hits
         ids = [h.payload["page_id"] for h in hits]

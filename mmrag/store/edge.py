@@ -121,7 +121,7 @@ class EdgeStore(VectorStore):
               payload: list[str] | None = None) -> list[Hit]:
         request = qe.QueryRequest(
             limit=node.limit, query=er.query(rq.query(node), node.using), prefetches=er.prefetches(rq.prefetches(node)),
-            filter=_filter(node.filter), with_payload=payload if payload is not None else True,
+            filter=_filter(node.filter), with_payload=rq.with_payload(payload),
             with_vector=with_vectors or False,
             params=er.search_params(rq.search_params(node)),
         )

@@ -102,7 +102,7 @@ class QdrantClientStore(VectorStore):
             response = self.client.query_points(
                 self._require(name), prefetch=rq.prefetches(node), query=rq.query(node), using=node.using,
                 query_filter=rq.to_filter(node.filter), limit=node.limit,
-                with_payload=payload if payload is not None else True,
+                with_payload=rq.with_payload(payload),
                 with_vectors=with_vectors or False, search_params=rq.search_params(node),
             )
         return [rq.to_hit(p) for p in response.points]

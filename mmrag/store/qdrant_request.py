@@ -108,6 +108,11 @@ def prefetch(node: QueryNode) -> models.Prefetch:
                            filter=to_filter(node.filter), limit=node.limit, params=search_params(node))
 
 
+def with_payload(fields: list[str] | None) -> bool | list[str]:
+    """Qdrant's ``with_payload`` of :meth:`mmrag.store.base.VectorStore.query`'s ``payload``."""
+    return True if fields is None else (list(fields) or False)
+
+
 def to_hit(point: Any) -> Hit:
     """A scored point or a record (score 0) of either engine."""
     vectors = point.vector if isinstance(point.vector, dict) else {}

@@ -60,6 +60,10 @@ def test_documents_and_pages_read_back_and_go_together(tmp_path):
     info = catalog.pages.info("c", "d1-2")
     assert (info.document_id, info.number, info.context) == ("d1", 2, ["Part I"])
     assert catalog.pages.plain_texts("c", ["d1-2"]) == {"d1-2": "page 2"}
+    assert catalog.pages.texts_and_sections("c", ["d1-2", "nope"]) == {"d1-2": ("page 2", ["Part I"])}
+    assert catalog.pages.places("c", ["d2-1", "d1-2", "nope"]) == {"d2-1": ("d2", 1), "d1-2": ("d1", 2)}
+    assert catalog.pages.first_of_document("c", "d1", 1) == [("d1-1", 1)]
+    assert catalog.pages.first_of_document("c", "d1", 5) == [("d1-1", 1), ("d1-2", 2)]
     assert [t.context for t in catalog.pages.texts("c", ["d2"])] == ["Part I"]
     assert catalog.documents.delete("c", "d1") == ["d1-1", "d1-2"]
     assert catalog.documents.find("c", "d1") is None and catalog.pages.of_document("c", "d1") == []

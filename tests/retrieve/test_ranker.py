@@ -88,7 +88,7 @@ def test_the_search_ranks_every_page_of_its_best_document_by_the_model(report, t
         ranker=str(toy_model(tmp_path)), rank_depth=1, rank_documents=1)})
     request = SearchRequest(query=query, top_k=1, explain=True)
     spaces, names, text, fit, node = retriever.prepare("r", request)
-    candidates, _ = retriever.candidates("r", spaces, names, text, fit, node, request)
+    candidates = retriever.candidates("r", spaces, names, text, fit, node, request)
     # one first-stage page, then every page of its document (and nothing of the other document)
     assert sorted(c.page for c in candidates) == [1, 2, 3, 4] and len({c.document_id for c in candidates}) == 1
     assert sum(c.fused_rank is not None for c in candidates) == 1

@@ -95,7 +95,7 @@ def test_multivector_maxsim_matches_numpy(stores, data):
         assert [h.score for h in hits] == pytest.approx([scores[i] for i in oracle], abs=1e-3)
 
 
-def test_a_payload_selection_returns_only_those_fields_on_both_engines(stores, data):
+def test_a_payload_selection_returns_only_those_fields_or_none_on_both_engines(stores, data):
     q = _unit(np.random.default_rng(4).standard_normal(DIM)).astype(np.float32)
     by_id = {p.id: p.payload for p in data}
     for store in stores.values():
@@ -105,6 +105,9 @@ def test_a_payload_selection_returns_only_those_fields_on_both_engines(stores, d
         assert [h.payload for h in full] == [by_id[h.id] for h in full]
         assert [h.payload for h in some] == [{"page_id": by_id[h.id]["page_id"], "page": by_id[h.id]["page"]}
                                              for h in some]
+        none = store.query("c", QueryNode(limit=10, using="dense", vector=q), payload=[])
+        assert _ids(none) == _ids(full) and [h.score for h in none] == [h.score for h in full]
+        assert [h.payload for h in none] == [{}] * len(full)
 
 
 def test_sparse_idf_congruent(stores):
