@@ -90,6 +90,8 @@ def summary(scores: Sequence[QuestionScore], label: str) -> dict[str, Estimate]:
            f"{label}_recall5_base": mean([s.baseline["recall@5"] for s in scores]),
            f"{label}_outside10": mean([s.ranked["outside10"] for s in scores]),
            f"{label}_outside10_base": mean([s.baseline["outside10"] for s in scores]),
+           f"{label}_doc_first": mean([s.ranked["doc_first"] for s in scores]),
+           f"{label}_doc_first_base": mean([s.baseline["doc_first"] for s in scores]),
            f"{label}_candidates": mean([s.candidate_recall for s in scores])}
     return out
 

@@ -156,13 +156,16 @@ class QuestionScore:
 
 
 def page_metrics(ranking: Sequence[str], judged: Mapping[str, int]) -> dict[str, float]:
-    """Page nDCG@5, Recall@5, Recall@10 and whether no judged page is in the top 10."""
+    """Page nDCG@5, Recall@5, Recall@10, whether no judged page is in the top 10 and whether the first
+    page is of a judged page's document (keys ``file#page``)."""
     from mmrag.evaluate.metrics import query_metrics
 
     got = query_metrics(list(ranking), dict(judged), ["ndcg", "recall"], [5, 10])
     top10 = set(ranking[:10])
+    files = {k.rpartition("#")[0] for k, g in judged.items() if g > 0}
     return {"ndcg@5": got["ndcg@5"], "recall@5": got["recall@5"], "recall@10": got["recall@10"],
-            "outside10": float(not any(k in top10 for k, g in judged.items() if g > 0))}
+            "outside10": float(not any(k in top10 for k, g in judged.items() if g > 0)),
+            "doc_first": float(bool(ranking) and ranking[0].rpartition("#")[0] in files)}
 
 
 def score_questions(questions: Sequence[QuestionRows], scores: Sequence[np.ndarray]) -> list[QuestionScore]:

@@ -118,3 +118,23 @@ def test_bad_metric_names_are_rejected() -> None:
         parse_metric_key("ndcg5")
     with pytest.raises(ValueError, match="allowed"):
         query_metrics(["a"], {"a": 1}, names=["bleu"])
+
+
+def test_the_rankers_page_metrics_agree_with_trec_eval_and_read_the_first_pages_document():
+    from mmrag.evaluate.rank_data import page_metrics
+
+    rng = random.Random(7)
+    evaluator_measures = {"ndcg_cut", "recall"}
+    for _ in range(50):
+        pages = [f"f{d}.pdf#{p}" for d in range(4) for p in range(1, 12)]
+        judged = {k: rng.choice([1, 2]) for k in rng.sample(pages, rng.randint(1, 4))}
+        ranking = rng.sample(pages, rng.randint(1, len(pages)))
+        got = page_metrics(ranking, judged)
+        run = {"q": {k: float(len(ranking) - i) for i, k in enumerate(ranking)}}
+        trec = pytrec_eval.RelevanceEvaluator({"q": judged}, evaluator_measures).evaluate(run)["q"]
+        assert got["ndcg@5"] == pytest.approx(trec["ndcg_cut_5"], abs=1e-9)
+        assert got["recall@10"] == pytest.approx(trec["recall_10"], abs=1e-9)
+        assert got["outside10"] == float(not set(ranking[:10]) & set(judged))
+        assert got["doc_first"] == float(ranking[0].split("#")[0] in {k.split("#")[0] for k in judged})
+    assert page_metrics(["a.pdf#3", "b.pdf#1"], {"b.pdf#2": 1})["doc_first"] == 0.0
+    assert page_metrics(["b.pdf#3", "a.pdf#1"], {"b.pdf#2": 1, "a.pdf#1": 0})["doc_first"] == 1.0
