@@ -52,14 +52,17 @@ class PageTable:
             "SELECT id, number FROM pages WHERE corpus = ? AND document_id = ? ORDER BY number LIMIT ?",
             corpus, doc_id, limit)]
 
+    def _rows_of(self, corpus: str, page_ids: list[str], columns: str) -> list[tuple[Any, ...]]:
+        """``id`` and ``columns`` of those of ``page_ids`` the corpus has (one query)."""
+        if not page_ids:
+            return []
+        marks = ",".join("?" * len(page_ids))
+        return self._db.rows(f"SELECT id, {columns} FROM pages WHERE corpus = ? AND id IN ({marks})",
+                             corpus, *page_ids)
+
     def places(self, corpus: str, page_ids: list[str]) -> dict[str, tuple[str, int]]:
         """page id -> (its document id, its number), for those of ``page_ids`` the corpus has."""
-        if not page_ids:
-            return {}
-        marks = ",".join("?" * len(page_ids))
-        rows = self._db.rows(f"SELECT id, document_id, number FROM pages WHERE corpus = ? AND id IN ({marks})",
-                             corpus, *page_ids)
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return {pid: (doc, number) for pid, doc, number in self._rows_of(corpus, page_ids, "document_id, number")}
 
     def stored(self, corpus: str, doc_id: str) -> list[Page]:
         """The pages of a document as ingested (text, words, context; no images): what re-embedding reads."""
@@ -77,28 +80,14 @@ class PageTable:
 
     def plain_texts(self, corpus: str, page_ids: list[str]) -> dict[str, str]:
         """page id -> its text (its words in reading order, joined by spaces; no boxes: cheap)."""
-        if not page_ids:
-            return {}
-        marks = ",".join("?" * len(page_ids))
-        rows = self._db.rows(f"SELECT id, text FROM pages WHERE corpus = ? AND id IN ({marks})", corpus, *page_ids)
-        return {pid: unpack_text(t) for pid, t in rows}
+        return {pid: unpack_text(t) for pid, t in self._rows_of(corpus, page_ids, "text")}
 
     def texts_and_sections(self, corpus: str, page_ids: list[str]) -> dict[str, tuple[str, list[str]]]:
         """page id -> (its plain text as :meth:`plain_texts` gives it, its section path)."""
-        if not page_ids:
-            return {}
-        marks = ",".join("?" * len(page_ids))
-        rows = self._db.rows(f"SELECT id, text, context FROM pages WHERE corpus = ? AND id IN ({marks})",
-                             corpus, *page_ids)
-        return {pid: (unpack_text(t), json.loads(c)) for pid, t, c in rows}
+        return {pid: (unpack_text(t), json.loads(c)) for pid, t, c in self._rows_of(corpus, page_ids, "text, context")}
 
     def words(self, corpus: str, page_ids: list[str]) -> dict[str, Sequence[Word]]:
-        if not page_ids:
-            return {}
-        marks = ",".join("?" * len(page_ids))
-        rows = self._db.rows(f"SELECT id, text, words FROM pages WHERE corpus = ? AND id IN ({marks})",
-                             corpus, *page_ids)
-        return {pid: unpack_words(w, unpack_text(t)) for pid, t, w in rows}
+        return {pid: unpack_words(w, unpack_text(t)) for pid, t, w in self._rows_of(corpus, page_ids, "text, words")}
 
     def info(self, corpus: str, page_id: str) -> PageInfo:
         """The page; NotFound for an unknown corpus or page."""
