@@ -617,10 +617,10 @@ def main() -> None:
     raw = RawForward(texts[: args.raw_texts], args.max_batch)
     missing: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="mmrag-peer-") as tmp:
-        arms, built = start_arms(args, Path(tmp), check_texts, missing)
+        started, built = start_arms(args, Path(tmp), check_texts, missing)
+        arms = started
         try:
-            kept = compare_vectors(arms, raw, check_texts, built, missing)
-            arms = kept
+            arms = compare_vectors(started, raw, check_texts, built, missing)  # those whose vectors came back
             raw_rates = measure(arms, raw, scenarios, texts, args.rounds, seconds)
             for arm in arms:
                 if not arm.peer:
@@ -628,7 +628,7 @@ def main() -> None:
                     print(f"{arm.name} batch sizes: {snap['batch_size_histogram']}; torch threads (chosen by "
                           f"measurement): {snap.get('torch_threads')}")
         finally:
-            for arm in arms:
+            for arm in started:  # every server started, also one left out after the vector check
                 stop_server(arm.proc)
     report(arms, raw, raw_rates, scenarios, built, missing)
 
