@@ -52,7 +52,7 @@ STAGES = {"doc": ["text", "bm25", "document"], "pages": ["text", "bm25"]}
 
 def sections_of(pdf_dir: Path, filename: str) -> dict[int, list[str]]:
     with pymupdf.open(pdf_dir / filename) as doc:
-        return section_paths(doc, 1, doc.page_count)
+        return section_paths(doc, 1, doc.page_count)[0]
 
 
 Vectors = dict[str, VectorValue]  # point id -> its text multi-vector

@@ -58,8 +58,10 @@ def main() -> None:
     def in_process(_: int) -> float:
         t = time.perf_counter()
         for data, name, first, last in files:  # the parse stage before issue 28: parse, encode for the spool
-            meta, images = split_images(parse_pages(data, "pdf", "d", name, config, first, last, images=False))
+            parsed = parse_pages(data, "pdf", "d", name, config, first, last, images=False)
+            meta, images = split_images(parsed.pages)
             spool_codec.dumps(ParsedBatch("application/pdf", meta)), spool_codec.dumps(images)
+            spool_codec.dumps(parsed.sections)
         seconds = time.perf_counter() - t
         codec.append(transfer() / seconds)
         return seconds
@@ -74,8 +76,10 @@ def main() -> None:
                                    images=False)
             spool_codec.loads(spool_codec.dumps(request))
             t1 = time.perf_counter()
-            meta, images = split_images(parse_pages(data, "pdf", "d", name, config, first, last, images=False))
-            answer = ParsedPages(spool_codec.dumps(ParsedBatch("application/pdf", meta)), spool_codec.dumps(images), {})
+            parsed = parse_pages(data, "pdf", "d", name, config, first, last, images=False)
+            meta, images = split_images(parsed.pages)
+            answer = ParsedPages(spool_codec.dumps(ParsedBatch("application/pdf", meta)), spool_codec.dumps(images), {},
+                                 spool_codec.dumps(parsed.sections))
             t += time.perf_counter() - t1  # the parse and the spool encoding are not the worker's price
             spool_codec.loads(spool_codec.dumps(answer))
         return time.perf_counter() - t

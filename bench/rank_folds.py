@@ -24,7 +24,9 @@ import pickle
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +111,21 @@ def fold_table(scores: Sequence[QuestionScore]) -> None:
               f"{d.value:+7.3f} ({d.lo:+.3f}..{d.hi:+.3f}) {np.mean([r.candidate_recall for r in rows]):5.2f}")
 
 
+def against(scores: Sequence[QuestionScore], other: list[dict[str, Any]]) -> dict[str, Estimate]:
+    """This run's scores minus another run's (its ``--scores-out``), paired by question: ranked and base
+    nDCG@5 and right document first, per suite (``<suite>_vs_ndcg5``, ``_vs_ndcg5_base``, ``_vs_doc_first``)."""
+    theirs = {(o["suite"], o["query_id"]): o for o in other}
+    out: dict[str, Estimate] = {}
+    for suite in sorted({s.suite for s in scores}):
+        pairs = [(s, theirs[s.suite, s.query_id]) for s in scores
+                 if s.suite == suite and (s.suite, s.query_id) in theirs]
+        label = suite.replace("-", "_")
+        for name, arm, metric in (("ndcg5", "ranked", "ndcg@5"), ("ndcg5_base", "baseline", "ndcg@5"),
+                                  ("doc_first", "ranked", "doc_first")):
+            out[f"{label}_vs_{name}"] = mean([getattr(s, arm)[metric] - o[arm][metric] for s, o in pairs])
+    return out
+
+
 def candidate_recall(questions: Sequence[QuestionRows]) -> None:
     """Share of questions with a judged page among the first stage's candidates, and with the added pages."""
     first = [float(any(q.judged.get(k, 0) > 0 for k, f in zip(q.keys, q.first, strict=True) if f))
@@ -173,6 +190,9 @@ def main() -> None:
     ap.add_argument("--latency", type=int, default=0, help="rounds of the search latency comparison (0: none)")
     ap.add_argument("--model-out", type=Path, default=None, help="also save the model trained on every question")
     ap.add_argument("--cache", type=Path, default=None, help="keep the collected candidates here (a sweep reads them)")
+    ap.add_argument("--scores-out", type=Path, default=None, help="write each question's scores here (JSON)")
+    ap.add_argument("--against", type=Path, default=None,
+                    help="another run's --scores-out: this run minus that one, paired by question")
     ap.add_argument("--params", default="{}", help="LightGBM parameters over the shipped ones (JSON), e.g. "
                                                    '\'{"num_leaves": 7, "rounds": 100}\'')
     args = ap.parse_args()
@@ -187,6 +207,10 @@ def main() -> None:
     values: dict[str, Estimate | float | int | str] = {}
     for suite in sorted({s.suite for s in scores}):
         values.update(summary([s for s in scores if s.suite == suite], suite.replace("-", "_")))
+    if args.scores_out:
+        args.scores_out.write_text(json.dumps([asdict(s) for s in scores]))
+    if args.against:
+        values.update(against(scores, json.loads(args.against.read_text())))
     full = train_ranker(*stack(questions), rounds=rounds, params=params)
     if args.model_out:
         full.save(args.model_out)

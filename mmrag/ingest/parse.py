@@ -6,6 +6,7 @@ import hashlib
 import time
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import pymupdf
@@ -16,7 +17,7 @@ from mmrag.imaging import decode_image, encode_png
 from mmrag.ingest import pdf
 from mmrag.ingest.ids import page_id
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
-from mmrag.ingest.page_context import LOOKBACK_PAGES, section_paths
+from mmrag.ingest.page_context import LOOKBACK_PAGES, SectionState, section_paths
 from mmrag.ingest.pdf_budget import check_pages
 from mmrag.page_render import render_image
 from mmrag.types import Page, TextSource, Word
@@ -84,21 +85,35 @@ def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) ->
     return words, rotation
 
 
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    pages: list[Page]
+    sections: SectionState | None  # where the section reading stood after the last page (the next batch's start)
+
+
 def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
               images: bool = True, on_page: Callable[[int], None] | None = None) -> list[Page]:
+    """:func:`parse_pdf_batch`'s pages (a whole document, or a batch read without an earlier batch's state)."""
+    return parse_pdf_batch(data, doc_id, config, first, last, images, on_page).pages
+
+
+def parse_pdf_batch(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
+                    images: bool = True, on_page: Callable[[int], None] | None = None,
+                    carried: SectionState | None = None) -> ParseResult:
     """Pages ``first..last`` (1-based, inclusive; default all): text layer, OCR when unusable, and (if
     ``images``) the render; each with its context (section path, the header of a table it continues:
     :mod:`mmrag.ingest.page_context`). OCRed pages are always rendered (their image is the text's source);
     a page with neither images nor vector drawings is not OCRed (nothing there to read: a blank page).
     Pages that would draw too much are refused first (:func:`~mmrag.ingest.pdf_budget.check_pages`);
-    ``on_page`` is told each page's number as its work starts (the parse worker's page clock)."""
+    ``on_page`` is told each page's number as its work starts (the parse worker's page clock); ``carried``:
+    the section reading an earlier batch of the file left (:func:`~mmrag.ingest.page_context.section_paths`)."""
     doc = pdf.open_pdf(data, config)
     try:
         last = last or doc.page_count
         check_pages(doc, first - LOOKBACK_PAGES, last, config)  # section paths read a few pages before
         pages = []
         t0 = time.perf_counter()
-        sections = section_paths(doc, first, last)
+        sections, state = section_paths(doc, first, last, carried)
         sections_s = time.perf_counter() - t0
         for rendered in pdf.render_pages(doc, config, first, last, images, on_page):
             words, source, image = rendered.words, TextSource.LAYER, rendered.image
@@ -116,7 +131,7 @@ def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, la
                 page.bm25_text = " ".join(rendered.labelled)
             page.timings["sections"] = sections_s / len(sections) if sections else 0.0
             pages.append(page)
-        return pages
+        return ParseResult(pages, state)
     finally:
         doc.close()
 

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from mmrag.config import IngestConfig
-from mmrag.ingest.parse import parse_image, parse_pdf
+from mmrag.ingest.page_context import SectionState
+from mmrag.ingest.parse import ParseResult, parse_image, parse_pdf_batch
 from mmrag.ingest.sniff import KINDS
 from mmrag.types import Page
 
@@ -21,14 +22,16 @@ def needs_images(spaces: Iterable[str], config: IngestConfig) -> bool:
 
 
 def parse_pages(data: bytes, kind: str, doc_id: str, filename: str, config: IngestConfig,
-                first: int, last: int, images: bool = True, on_page: Callable[[int], None] | None = None) -> list[Page]:
+                first: int, last: int, images: bool = True, on_page: Callable[[int], None] | None = None,
+                carried: SectionState | None = None) -> ParseResult:
     """Pages ``first..last`` (1-based, inclusive) of ``data``, an image upload or a PDF (the upload or
     its conversion) as the plan stage's ``kind`` says, with text layer or OCR, rendered if ``images``
-    (OCRed pages and image uploads always are); ``on_page`` is told each PDF page's number as its work starts.
-    Runs in a parse worker process (:mod:`mmrag.jobs.parse_worker`): the input is untrusted."""
+    (OCRed pages and image uploads always are); ``on_page`` is told each PDF page's number as its work starts;
+    ``carried``: where an earlier batch's section reading stopped. Runs in a parse worker process
+    (:mod:`mmrag.jobs.parse_worker`): the input is untrusted."""
     if KINDS[kind].family == "image":
-        return parse_image(data, doc_id, filename, config)
-    return parse_pdf(data, doc_id, config, first, last, images, on_page)
+        return ParseResult(parse_image(data, doc_id, filename, config), None)
+    return parse_pdf_batch(data, doc_id, config, first, last, images, on_page, carried)
 
 
 def split_images(pages: list[Page]) -> tuple[list[Page], list[bytes | None]]:

@@ -23,12 +23,15 @@ import signal
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from mmrag.config import IngestConfig
 from mmrag.errors import MMRAGError
 from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.jobs import spool_codec
+
+if TYPE_CHECKING:
+    from mmrag.ingest.page_context import SectionState
 
 HEADER = struct.Struct(">cQ")
 REQUEST, PAGE, RESULT, ERROR = b"Q", b"P", b"R", b"E"
@@ -50,6 +53,7 @@ class ParseRequest:
     last: int = 1
     images: bool = True  # pages: render them (OCRed pages and images always are)
     media_type: str = ""  # pages: the upload's media type (its ParsedBatch's)
+    carried: SectionState | None = None  # pages: where an earlier batch's section reading stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,7 @@ class ParsedPages:
     pages: bytes  # spool_codec of the batch's ParsedBatch (pages without their PNGs)
     images: bytes  # spool_codec of the pages' PNGs (None where not rendered)
     timings: dict[str, float]  # parse steps summed over the pages (parse_text, parse_tables, ...)
+    sections: bytes  # spool_codec of the SectionState after the batch's last page (or None): the next batch's start
 
 
 def write_frame(out: BinaryIO, tag: bytes, payload: bytes) -> None:
@@ -86,11 +91,11 @@ def run_request(request: ParseRequest, on_page: Any) -> Any:
 
     if request.task == "source":
         return read_source(request.data, KINDS[request.kind], request.converted, request.filename, request.config)
-    pages = parse_pages(request.data, request.kind, request.doc_id, request.filename, request.config, request.first,
-                        request.last, request.images, on_page)
-    meta, images = split_images(pages)
+    parsed = parse_pages(request.data, request.kind, request.doc_id, request.filename, request.config,
+                         request.first, request.last, request.images, on_page, request.carried)
+    meta, images = split_images(parsed.pages)
     return ParsedPages(spool_codec.dumps(ParsedBatch(request.media_type, meta)), spool_codec.dumps(images),
-                       stage_timings(pages))
+                       stage_timings(parsed.pages), spool_codec.dumps(parsed.sections))
 
 
 def out_of_memory(exc: BaseException) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.ingest.mupdf_errors import corrupt_document
+from mmrag.ingest.page_context import SectionState
 from mmrag.ingest.sniff import KINDS
 from mmrag.ingest.source import Source, convert_upload
 from mmrag.jobs.embedding import embed_pages
@@ -90,6 +91,16 @@ def plan(ctx: StageContext, work: Work) -> list[Work]:
         Work("parse", work.job_id, work.file, b) for b in range(min(batches, ctx.parse_ahead + 1))]
 
 
+def carried_sections(ctx: StageContext, work: Work) -> SectionState | None:
+    """Where the nearest earlier batch of the file that is parsed already left its section reading (the
+    window guarantees the one ``parse_ahead + 1`` back): the batch reads its section paths on from there."""
+    for batch in range(work.batch - 1, max(-1, work.batch - ctx.parse_ahead - 2), -1):
+        if ctx.spool.has(work.job_id, work.file, batch, "sections"):
+            state: SectionState | None = ctx.spool.get(work.job_id, work.file, batch, "sections")
+            return state
+    return None
+
+
 def parse(ctx: StageContext, work: Work) -> list[Work]:
     if ctx.spool.cancelled(work.job_id):
         return []
@@ -101,9 +112,11 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     if first > source.pages:
         return []  # released by the window (see embed) past the file's last batch
     request = ParseRequest("pages", data, source.kind, m.filename, ctx.ingest, doc_id=m.document_id, first=first,
-                           last=last, images=needs_images(m.spaces, ctx.ingest), media_type=source.media_type)
+                           last=last, images=needs_images(m.spaces, ctx.ingest), media_type=source.media_type,
+                           carried=carried_sections(ctx, work))
     parsed: ParsedPages = ctx.parse_call(work, request)
     ctx.spool.put_encoded(work.job_id, work.file, work.batch, "images", parsed.images)
+    ctx.spool.put_encoded(work.job_id, work.file, work.batch, "sections", parsed.sections)
     ctx.spool.put_encoded(work.job_id, work.file, work.batch, "pages", parsed.pages)
     timings = {"parse": time.perf_counter() - t0, **parsed.timings}
     return [Work("embed", work.job_id, work.file, work.batch, StageTimings(timings))]

@@ -7,6 +7,7 @@ import pymupdf
 import pytest
 
 from mmrag.config import CorpusConfig, IngestConfig
+from mmrag.ingest.page_context import section_paths
 from mmrag.ingest.parse import parse_pdf
 from mmrag.jobs.embedding import embed_pages
 from mmrag.types import Document, SearchRequest
@@ -153,5 +154,112 @@ def test_a_query_naming_row_and_column_finds_the_continued_page(tmp_path, minilm
             hits = pipe.search("t", SearchRequest(query="Antarctica revenue 2023", top_k=4, spaces=spaces)).evidence
             assert hits[0].page == 3, (spaces, [(e.page, e.score) for e in hits])
             assert hits[0].section == ["Regional results"]  # shown with the result (payload "section")
+    finally:
+        pipe.close()
+
+
+def _heading(page: pymupdf.Page, y: float, text: str, size: float = 10, bold: bool = True) -> None:
+    page.insert_text((72, y), text, fontsize=size, fontname="hebo" if bold else "helv")
+
+
+def report_pdf() -> bytes:
+    """A report's pages: p1 a run-in heading and a note with a subheading, p2 the note continued, p3 a
+    statement whose bold rows are not sections, a footnote at its foot and a unit line, p4 body only, p5
+    an exhibit in small type after a large heading, p6 its continuation."""
+    doc = pymupdf.open()
+    p1 = doc.new_page()
+    _heading(p1, 60, "Restructuring Actions:")
+    y = _body(p1, 80, 4, "restructuring")
+    _heading(p1, y + 20, "NOTE 5. Inventories")
+    y = _body(p1, y + 40, 4, "inventories")
+    _heading(p1, y + 20, "Finished goods costs")
+    _body(p1, y + 40, 4, "finished goods")
+    _body(doc.new_page(), 80, 30, "more on inventories")
+    p3 = doc.new_page()
+    _heading(p3, 60, "Consolidated Balance Sheets", size=10)
+    _heading(p3, 80, "(In millions)")
+    _heading(p3, 100, "Total current assets")  # a bold row of the statement
+    _body(p3, 120, 10, "the statement's rows")
+    _heading(p3, 300, "Signed by the Treasurer of")  # a label cut short
+    _heading(p3, 330, "lower case start of a wrapped line")
+    _body(p3, 360, 4, "the statement's last rows")
+    _heading(p3, 760, "The accompanying notes are an integral part of this statement.")  # nothing with words below
+    _body(doc.new_page(), 80, 30, "the next note")
+    p5 = doc.new_page()
+    _heading(p5, 60, "DEFERRED CASH AGREEMENT", size=16)
+    _body(p5, 90, 20, "the agreement")
+    p6 = doc.new_page()
+    _heading(p6, 60, "Exhibit 31.1 Certification")
+    _body(p6, 90, 20, "the certification")
+    return doc.tobytes()
+
+
+def test_long_report_headings_kinds_and_minor_headings_expire():
+    pages = parse_pdf(report_pdf(), DOC_ID, CFG)
+    assert [p.context for p in pages] == [
+        ["NOTE 5. Inventories", "Finished goods costs"],  # the run-in heading replaced, the note kept
+        ["NOTE 5. Inventories", "Finished goods costs"],  # a minor heading heads the next page too
+        ["Consolidated Balance Sheets"],  # a statement replaces the note; its rows, unit, footnote are not headings
+        ["Consolidated Balance Sheets"],
+        ["DEFERRED CASH AGREEMENT"],
+        ["Exhibit 31.1 Certification"],  # a smaller exhibit heading still starts a new document
+    ]
+
+
+def test_a_running_header_is_a_heading_on_its_first_page_only():
+    doc = pymupdf.open()
+    for n in range(3):
+        page = doc.new_page()
+        _heading(page, 30, "Acme Corporation Annual Report")  # in the top margin of every page
+        if n == 1:
+            _heading(page, 80, "Liquidity and Capital Resources", size=14)
+        _body(page, 100, 20, f"page {n + 1}")
+    paths, _ = section_paths(pymupdf.open("pdf", doc.tobytes()), 1, 3)
+    assert paths == {1: ["Acme Corporation Annual Report"], 2: ["Liquidity and Capital Resources"],
+                     3: ["Liquidity and Capital Resources"]}  # the header again on p3 would sit under it
+
+
+def long_pdf(pages: int = 90) -> bytes:
+    """A Part heading on page 1, an Item on page 2, a note on page 70, body text everywhere else."""
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        page = doc.new_page()
+        if n == 1:
+            _heading(page, 60, "PART II", size=16)
+        if n == 2:
+            _heading(page, 60, "Item 8. Financial Statements", size=13)
+        if n == 70:
+            _heading(page, 60, "NOTE 12. Debt")
+        _body(page, 90, 10, f"page {n}")
+    return doc.tobytes()
+
+
+def test_batches_reading_on_from_the_last_batch_give_the_whole_documents_paths():
+    data = long_pdf()
+    whole, _ = section_paths(pymupdf.open("pdf", data), 1, 90)
+    assert whole[80] == ["PART II", "Item 8. Financial Statements", "NOTE 12. Debt"]
+    doc = pymupdf.open("pdf", data)
+    read, states = {}, {}
+    for i, first in enumerate(range(1, 91, 16)):  # each batch reads on from the one three back (the job's window)
+        paths, states[i] = section_paths(doc, first, min(90, first + 15), states.get(i - 3))
+        read.update(paths)
+    assert read == whole
+    alone, _ = section_paths(doc, 65, 80)  # without a state, a heading beyond the look-back is missed
+    assert alone[80] == ["NOTE 12. Debt"]
+
+
+def test_ingestion_in_small_batches_keeps_a_heading_from_far_back(tmp_path):
+    from mmrag.pipeline import build_pipeline
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path / "data")
+    settings.jobs.batch_pages = 8
+    pipe = build_pipeline(settings, embedders={})
+    try:
+        pipe.corpora.create_corpus("t", CorpusConfig(spaces=["bm25"]))
+        info = pipe.ingest.file_bytes("t", long_pdf(), "long.pdf").document
+        stored = {p.number: p.context for p in pipe.catalog.pages.of_document("t", info.id)}
+        assert stored == section_paths(pymupdf.open("pdf", long_pdf()), 1, 90)[0]
+        assert stored[88] == ["PART II", "Item 8. Financial Statements", "NOTE 12. Debt"]
     finally:
         pipe.close()
