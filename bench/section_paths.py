@@ -21,7 +21,7 @@ characters or more) one inside the other. The RESULT line has each measure's mea
 paired difference, with 95 % bootstrap intervals over pages; per company below it. Deterministic
 (no timing): the machine's load does not matter.
 
-    python -m bench.section_paths --gold /work/data/sections-gold/gold-*.jsonl --baseline 7950f50
+    python -m bench.section_paths --gold eval/suites/filings/sections-gold.jsonl --baseline 7950f50
 """
 
 from __future__ import annotations

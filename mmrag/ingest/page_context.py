@@ -59,7 +59,7 @@ _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 _EXHIBIT = re.compile(r"^exhibit\s+\d", re.I)
 _STARTS = re.compile(  # a capital or a digit after a quote at most (not a bullet), "eBay", or "(e) ..."
     r"^(?:[\"“‘'\[]?[^\W_a-z]|[a-z]+[A-Z]|\([a-z\d]{1,3}\)\s)")
-_ENDS_OPEN = re.compile(r"(?:,|\b(?:of|and|or|the|to|for|in|on|by|with|from|at|a|an))$", re.I)  # a label that wraps
+_ENDS_OPEN = re.compile(r"(?:,|\b(?:of|and|or|the|to|for|in|on|by|with|from|at))$", re.I)  # a label that wraps
 _UNIT = re.compile(r"^\(.*\)$")  # "(In millions)": a table's unit line
 _DIGITS = re.compile(r"\d+")
 _WORD = re.compile(r"[^\W\d_]{4,}")  # a heading has a word of four letters or more (not "Yes / No" boxes)
@@ -158,8 +158,11 @@ def _in_force_for(text: str, rank: int, size: float, body: float) -> int | None:
 
 def margin_keys(page: pymupdf.Page) -> frozenset[str]:
     """The lines in the page's top and bottom margins, digits aside: what a running header would repeat."""
-    height = page.rect.height
-    return frozenset(_DIGITS.sub("#", ln.text.lower()) for ln in text_spans(page)[1]
+    return _margin_keys(text_spans(page)[1], page.rect.height)
+
+
+def _margin_keys(lines: list[TextLine], height: float) -> frozenset[str]:
+    return frozenset(_DIGITS.sub("#", ln.text.lower()) for ln in lines
                      if ln.box[3] <= _MARGIN * height or ln.box[1] >= (1 - _MARGIN) * height)
 
 
@@ -180,6 +183,10 @@ def page_headings(page: pymupdf.Page, running: frozenset[str] = frozenset()) -> 
     """The headings of one page, top to bottom (a heading wrapped over two lines is one); ``running``:
     the previous page's :func:`margin_keys` (its running header and footer lines)."""
     spans, lines = text_spans(page)
+    return _headings(spans, lines, page.rect.height, running)
+
+
+def _headings(spans: list[TextSpan], lines: list[TextLine], height: float, running: frozenset[str]) -> list[Heading]:
     body = body_size(spans)
     if body is None:
         return []
@@ -198,7 +205,7 @@ def page_headings(page: pymupdf.Page, running: frozenset[str] = frozenset()) -> 
         styled = line.size >= _LARGER * body or (marked and line.size >= body)
         if not styled or letters < 0.5 * len(line.text.replace(" ", "")) or not _WORD.search(line.text) \
                 or len(line.text.split()) > _MAX_WORDS or not _alone(line, lines) \
-                or line.text.startswith("/s/") or _running(line, page.rect.height, running):
+                or line.text.startswith("/s/") or _running(line, height, running):
             continue
         prev = found[-1] if found else None
         if prev and prev.size == line.size and prev.bold == line.bold and line.box[1] - prev.box[3] < 0.5 * line.size \
@@ -271,11 +278,12 @@ def section_paths(doc: pymupdf.Document, first: int, last: int, carried: Section
     for number in range(start, last + 1):
         page = doc.load_page(number - 1)
         path = [h for h in path if h.pages is None or number <= h.page + h.pages]  # minor headings expire
-        for heading in page_headings(page, running):
+        spans, lines = text_spans(page)  # (one text extraction a page)
+        for heading in _headings(spans, lines, page.rect.height, running):
             if _EXHIBIT.match(heading.text):
                 path = []  # an exhibit: a new document starts
             path = push_heading(path, replace(heading, page=number))
-        running = margin_keys(page)
+        running = _margin_keys(lines, page.rect.height)
         if number >= first:
             out[number] = [h.text for h in path][:MAX_DEPTH]
     return out, SectionState(last, tuple(path), tuple(sorted(running)))
