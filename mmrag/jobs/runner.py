@@ -28,8 +28,8 @@ from mmrag.config import JobsConfig, Settings
 from mmrag.embed.threads import set_torch_threads
 from mmrag.errors import Unavailable
 from mmrag.jobs.fair_queue import FairQueue
-from mmrag.jobs.model import JobStatus, Work
-from mmrag.jobs.stages import TRANSIENT, StageContext, give_up, retry_delay, run_stage
+from mmrag.jobs.model import Failed, JobStatus, Work
+from mmrag.jobs.stages import TRANSIENT, StageContext, failed, give_up, retry_delay, run_stage
 from mmrag.jobs.writer import JobWriter, Upload
 
 log = logging.getLogger(__name__)
@@ -118,8 +118,9 @@ class LocalRunner:
                 return
             try:
                 self.send(self._run(taken.work))
-            except Exception:  # a bug in the owner path: log, keep the thread alive; resume redoes it
+            except Exception as exc:  # a fault in the owner path (the stages catch their own)
                 log.exception("job work %s failed", taken.work)
+                self.send(owner_failed(taken.work, exc))
             finally:
                 q.done(taken)
 
@@ -136,6 +137,15 @@ class LocalRunner:
                 log.warning("%s of job %s: %s; retry in %.1fs", work.stage, work.job_id, exc, delay)
                 time.sleep(delay)
         return []
+
+
+def owner_failed(work: Work, exc: Exception) -> list[Work]:
+    """What follows work whose owner step raised: its file fails with the reason, so the job ends (work
+    dropped here would leave the job running until a restart redid it). Failing the file is not retried
+    when that is what raised (logged; the job's next restart resumes it)."""
+    if work.stage == "commit" and isinstance(work.info, Failed):
+        return []
+    return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
 
 
 def local_runner(writer: JobWriter, ctx: StageContext, settings: Settings) -> LocalRunner:

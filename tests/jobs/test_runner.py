@@ -100,3 +100,25 @@ def test_a_job_queues_its_files_plans_a_few_at_a_time(settings):
         ctx.parser.close()
     finally:
         p.close()
+
+
+def test_a_fault_in_the_owner_step_fails_the_file_and_the_job_ends(fake_pipeline, monkeypatch):
+    """The document row cannot be written (a fault the stages cannot catch: it is the writer's own step):
+    the file fails with the reason, its vectors go, the job ends; the next upload of it goes through."""
+    p = fake_pipeline
+    add = p.catalog.documents.add
+
+    def full_disk(corpus, doc):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(p.catalog.documents, "add", full_disk)
+    job_id = p.runner.submit("c", [Upload("five.pdf", text_pdf("five", 5), {})])
+    job = wait_until(lambda: _finished(p, job_id), timeout=60)
+    f = job.files[0]
+    assert (f.state, f.error) == (FileState.FAILED, "internal_error")
+    assert "No space left on device" in (f.message or "") and job.state == JobState.FAILED  # its only file
+    assert points_per_page(p.store, "c") == {} and p.catalog.documents.listed("c") == []
+    monkeypatch.setattr(p.catalog.documents, "add", add)
+    retried = p.runner.submit("c", [Upload("five.pdf", text_pdf("five", 5), {})])
+    again = wait_until(lambda: _finished(p, retried), timeout=60)
+    assert again.files[0].state == FileState.DONE and len(points_per_page(p.store, "c")) == 5
