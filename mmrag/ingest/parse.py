@@ -87,6 +87,8 @@ def _ocr(image: Image.Image, config: IngestConfig, timings: dict[str, float]) ->
 
 @dataclass(frozen=True, slots=True)
 class ParseResult:
+    """A batch's pages and where its section reading stopped."""
+
     pages: list[Page]
     sections: SectionState | None  # where the section reading stood after the last page (the next batch's start)
 
