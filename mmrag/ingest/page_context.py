@@ -3,13 +3,15 @@
 A page's **section path** (``["Part I", "Item 2. Management's Discussion ...", "Liquidity"]``) comes
 from the PDF's outline when it has one: the deepest entries in force at the page (an entry pointing at
 the page itself counts). Without an outline it comes from headings found in the text: lines set in
-type larger than the page's body text (by 15 %), or bold where the body is not, alone on their line
-(not a row of table cells), short (at most 20 words), mostly letters, starting as a heading starts (a
-capital, a digit, a quote: a line starting in lower case is the end of a wrapped sentence), not a
-signature (``/s/ ...``), with text below them on the page (a sentence set apart at the foot, like
-"The accompanying notes are an integral part of this statement.", is not a heading), and not a
-running header or footer (a line in the page's top or bottom margin that the previous page's margin
-also had, digits aside).
+type larger than the page's body text (by 15 %), or marked where the body is not (bold, or a colour of
+their own), alone on their line (not a row of table cells), short (at most 20 words), mostly letters,
+starting as a heading starts (a capital, a digit, a quote, "eBay", "(e) ": a line starting in lower
+case is the end of a wrapped sentence, a bullet is a list), not a signature (``/s/ ...``), not a label
+cut short (ending in a comma or "of", "and", ...) or a unit line ("(In millions)"), with text below
+them on the page (a sentence set apart at the foot, like "The accompanying notes are an integral part
+of this statement.", is not a heading), not a running header or footer (a line in the page's top or
+bottom margin that the previous page's margin also had, digits aside, or a "Table of Contents" link
+atop it), and, on a statement's page, not one of the bold lines under its title (its row groups).
 
 Levels: larger type is higher; at the same size "Part" / "Book" > "Chapter" > "Item" / "Section" /
 "Article" / "Appendix" > a note to the financial statements ("Note 5") or a statement's title ("...
