@@ -23,6 +23,9 @@ class HealthOut(BaseModel):
     off: dict[str, str] = Field(..., description="Each space or model that cannot be used: a one-line reason")
     unavailable: dict[str, str] = Field(..., description="The same, with the full reason")
     store: str
+    text_kernels: dict[str, str] = Field(..., description="What the text model computes in (precision), with which "
+                                                          "kernels, on which CPU kind, and why (where: in-process or "
+                                                          "embedding service)")
     convert_isolation: IsolationOut
 
 

@@ -17,6 +17,10 @@ throughput, and the distance of each arm to what this CPU can compute.
    ``bench.ingest``) give multiply-adds per page and the pages/s each GEMM rate would allow.
 
     python -m bench.embed_precision [--pages 600] [--rounds 10] [--batch 32] [--threads 2]
+        [--arms float32,bf16,int8,int8_u8u8]
+
+An arm is a precision (int8: with the kernels this CPU gets, ``mmrag.embed.cpu_kernels``) or
+``int8_u8s8`` / ``int8_u8u8`` (those kernels forced). bf16 is refused on a CPU without native bfloat16.
 
 ends with ``RESULT cos_median_<arm>=.. cos_p1_<arm>=.. texts_per_s_<arm>=.. speedup_<arm>=..
 gemm_gmacs_<dtype>=.. limit_fraction_<arm>=..``.
@@ -32,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from bench._stats import Estimate, alternate, interval, machine_line, paired_ratios, result_line
-from mmrag.embed.base import TEXT_PRECISIONS, EmbedderOptions, load_embedder
+from mmrag.embed.base import EmbedderOptions, load_embedder
+from mmrag.embed.cpu_kernels import this_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "corpus"
@@ -125,7 +130,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--batch", type=int, default=32, help="texts in one timed forward")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--arms", default=",".join(TEXT_PRECISIONS))
+    ap.add_argument("--arms", default=None, help="default: float32,int8 and bf16 where the CPU has it")
     ap.add_argument("--chunks-per-page", type=float, default=0.0,
                     help="chunks per page from bench.ingest (0: the sample pages cut into the product's windows)")
     ap.add_argument("--tokens-per-chunk", type=float, default=0.0, help="0: measured on those windows")
@@ -135,7 +140,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print(machine_line(), flush=True)
     texts = page_texts(args.pages)
-    models = {a: load_embedder(SPEC, EmbedderOptions(device="cpu", text_precision=a)) for a in args.arms.split(",")}
+    arms = args.arms.split(",") if args.arms else ["float32", "int8", *(["bf16"] if this_cpu().native_bf16 else [])]
+    models = {a: load_embedder(SPEC, arm_options(a)) for a in arms}
+    for arm, model in models.items():
+        print(f"{arm}: {model.kernels}", flush=True)
     values: dict[str, Estimate | float | int | str] = {"pages": len(texts)}
     vectors = {a: np.stack(m.embed_many(texts)) for a, m in models.items()}
     for arm, v in vectors.items():
@@ -150,7 +158,7 @@ def main() -> None:
     def forward(model: Any) -> Any:
         return lambda _r: len(batch) / _timed(lambda: model.compute(batch))
 
-    dtypes = sorted(set(GEMM_DTYPE[a] for a in models))
+    dtypes = sorted(set(GEMM_DTYPE[_precision(a)] for a in models))
     gemm_arms = {f"gemm_{d}": _gemm_arm(d) for d in dtypes}
     rates = alternate({**{a: forward(m) for a, m in models.items()}, **gemm_arms}, args.rounds)
     per_token = macs_per_token(any_model.model[0].auto_model.config, tokens / len(batch))  # type: ignore[attr-defined]
@@ -169,7 +177,8 @@ def main() -> None:
         achieved = [x * tokens / len(batch) * per_token / 1e9 for x in r]  # GMAC/s per round
         values[f"gmacs_{arm}"] = interval(achieved)
         # this round's model rate / this round's GEMM rate of its dtype (paired: the same moment's load)
-        values[f"limit_fraction_{arm}"] = interval(paired_ratios(achieved, rates[f"gemm_{GEMM_DTYPE[arm]}"]))
+        gemm_arm = f"gemm_{GEMM_DTYPE[_precision(arm)]}"
+        values[f"limit_fraction_{arm}"] = interval(paired_ratios(achieved, rates[gemm_arm]))
     if chunks_per_page:
         page_macs = chunks_per_page * chunk_tokens * macs_per_token(any_model.model[0].auto_model.config,  # type: ignore[attr-defined]
                                                                          chunk_tokens)
@@ -179,6 +188,16 @@ def main() -> None:
     print(f"forward batch: {len(batch)} texts, {tokens} real tokens; {per_token / 1e6:.2f} M multiply-adds per token")
     print(machine_line())
     print(result_line(values, digits=4))
+
+
+def _precision(arm: str) -> str:
+    return arm.split("_")[0]
+
+
+def arm_options(arm: str) -> EmbedderOptions:
+    """``float32``, ``bf16``, ``int8`` (the kernels this CPU gets), ``int8_u8s8`` / ``int8_u8u8`` (forced)."""
+    precision, _, kernels = arm.partition("_")
+    return EmbedderOptions(device="cpu", text_precision=precision, int8_kernels=kernels or "auto")
 
 
 def _gemm_arm(dtype: str) -> Any:

@@ -16,7 +16,15 @@ def config(
     from mmrag.settings_doc import effective, show
 
     typer.echo("* = usually changed; source: env (environment), file (.env in this folder), default")
-    for row, value, source in effective(load_settings()):
+    settings = load_settings()
+    for row, value, source in effective(settings):
         if common and not row.common:
             continue
         typer.echo(f"{'*' if row.common else ' '} {row.env}={show(value)}  ({source})")
+    if settings.embed.service_url:
+        typer.echo(f"text model kernels: chosen by the embedding service at {settings.embed.service_url} (its /health)")
+    else:
+        from mmrag.embed.cpu_kernels import kernels_here
+
+        chosen = kernels_here(settings.embed.text_precision, settings.embed.device)
+        typer.echo(f"text model kernels on this CPU ({chosen.cpu}): {chosen.label}: {chosen.reason}")

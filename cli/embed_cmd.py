@@ -29,19 +29,24 @@ def embed_serve(
     device: Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto (fp32 CPU, bf16/fp16 GPU), float16, bfloat16")] = "auto",
     text_precision: Annotated[str | None, typer.Option(
-        help="st: text models: float32, int8 or bf16 (default: MMRAG_EMBED__TEXT_PRECISION).")] = None,
+        help="st: text models: auto (by the CPU), float32, int8 or bf16 "
+             "(default: MMRAG_EMBED__TEXT_PRECISION).")] = None,
 ) -> None:
     """Serve embedders over HTTP with dynamic batching; models that cannot load are reported in /health."""
     import uvicorn
 
     from api.embed_server import create_embed_app
     from mmrag.config import load_settings, merge_settings
-    from mmrag.embed.base import TEXT_PRECISIONS, EmbedderOptions, register_backends
+    from mmrag.embed.base import EmbedderOptions, register_backends
+    from mmrag.embed.cpu_kernels import kernels_here
+    from mmrag.errors import InvalidInput
     from mmrag.hub import go_offline_if_unreachable
 
-    if text_precision is not None and text_precision not in TEXT_PRECISIONS:
-        raise typer.BadParameter(f"{text_precision!r} is not one of: {', '.join(TEXT_PRECISIONS)}",
-                                 param_hint="--text-precision")
+    if text_precision is not None:
+        try:  # an unknown value, or bf16 on a CPU without native bfloat16: refused before any model loads
+            kernels_here(text_precision, device)
+        except InvalidInput as exc:
+            raise typer.BadParameter(exc.message, param_hint="--text-precision") from None
     flags = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "queue_size": queue_size,
              "torch_threads": torch_threads}
     settings = merge_settings(load_settings(), {"embed_service": {"batching": {

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mmrag.embed.service_config import EmbedServiceConfig
+from mmrag.errors import InvalidInput
 from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
@@ -122,6 +123,9 @@ class IngestConfig(BaseModel):
 
 
 TextPrecision = Literal["float32", "int8", "bf16"]
+"""What a text model computed vectors in (recorded per corpus)."""
+TextPrecisionSetting = Literal["auto", "float32", "int8", "bf16"]
+"""What ``embed.text_precision`` may ask for: ``auto`` (chosen by the CPU) or one precision."""
 
 
 class EmbedConfig(BaseModel):
@@ -129,12 +133,15 @@ class EmbedConfig(BaseModel):
 
     text_model: str = "st:sentence-transformers/all-MiniLM-L6-v2"
     """Dense text embedder spec (always on)."""
-    text_precision: TextPrecision = "int8"
-    """What the text model (``st:`` specs) computes in, for documents and queries alike: ``int8`` (the
-    default: the transformer exported to ONNX and quantised at first use into ``~/.cache/mmrag``, run by
-    ONNX Runtime on the CPU; 2.1x float32's forward, no suite's nDCG@5 lower beyond its paired interval),
-    ``float32``, or ``bf16`` (torch autocast). Vectors of two precisions are close, not
-    equal: re-ingest after changing it (docs/embedding.md, "Text precision")."""
+    text_precision: TextPrecisionSetting = "auto"
+    """What the text model (``st:`` specs) computes in, for documents and queries alike: ``auto`` (the
+    default: chosen by what the CPU has, shown by ``mmrag config`` and ``GET /health``: ``int8`` on x86
+    with AVX2 or VNNI and on ARM with dot products, with the kernels exact there, else ``float32``),
+    ``int8`` (the transformer exported to ONNX and quantised at first use into ``~/.cache/mmrag``, run by
+    ONNX Runtime on the CPU: VNNI's u8s8 kernels, u8u8 on a CPU without VNNI, whose u8s8 saturate),
+    ``float32``, or ``bf16`` (torch autocast; refused on a CPU without native bfloat16, where it is ~5x
+    slower than float32). Vectors of two precisions are close, not equal: re-ingest after changing it
+    (docs/embedding.md, "Text precision")."""
     clip_model: str | None = "open_clip:ViT-B-32/laion2b_s34b_b79k"
     """CLIP/SigLIP spec for the ``clip`` space; None disables it. Skipped with a warning if it cannot load."""
     colpali_model: str | None = "hf:vidore/colqwen2-v1.0-hf"
@@ -150,6 +157,20 @@ class EmbedConfig(BaseModel):
     backends: dict[str, str] = Field(default_factory=dict)
     """Extra embedder backends, spec prefix -> ``module:attribute`` of a factory ``(name, options)``
     (e.g. ``{"my": "mypkg.embed:load"}`` serves ``my:...`` specs); imported on first use."""
+
+    @model_validator(mode="after")
+    def _bf16_runs_natively(self) -> EmbedConfig:
+        """A ``bf16`` setting the in-process CPU cannot run natively is refused at start-up (why, and what to
+        use); with ``service_url`` the service's machine decides."""
+        if self.text_precision == "bf16" and not self.service_url:
+            from mmrag.devices import resolve_device
+            from mmrag.embed import cpu_kernels
+
+            try:
+                cpu_kernels.choose_text_kernels("bf16", cpu_kernels.this_cpu(), device=resolve_device(self.device))
+            except InvalidInput as exc:
+                raise ValueError(exc.message) from None
+        return self
 
 
 class RankingConfig(BaseModel):
@@ -370,6 +391,9 @@ class CorpusConfig(BaseModel):
     """What the text model computed this corpus's vectors in (recorded at creation; None: a corpus created
     before the record, embedded in ``float32``). Queries are embedded at the server's
     ``embed.text_precision``: a different one is close, not equal, and is warned about at start-up."""
+    text_kernels: str | None = None
+    """With which kernels (``int8/u8s8``, ``int8/u8u8``, ``float32/torch-cpu``, ...: recorded at creation; None: a
+    corpus created before the record). A server on another kind of CPU may choose others: warned at start-up."""
     text_datatype: Literal["float32", "float16"] = "float16"
     """How the text embedder's vectors are stored (the text space's chunk vectors and the document space's
     ``doc_text``): ``float16`` halves their bytes (the largest part of the vector store) with retrieval

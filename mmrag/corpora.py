@@ -85,6 +85,7 @@ class Corpora:
                 setattr(config, f"{space}_model", embedder.spec)
         if "text" in config.spaces:
             config.text_precision = self.embedders["text"].precision  # type: ignore[assignment]
+            config.text_kernels = self.embedders["text"].kernels
         if self.exists(name):
             raise Conflict(f"corpus {name!r} already exists")
         self.store.create_collection(name, self.collection_spec(config))
@@ -172,6 +173,11 @@ class Corpora:
             notes.append(f"its text vectors were computed in {stored}, this server embeds queries in "
                          f"{text.precision} (close: median cosine 0.99, not equal); re-ingest the corpus, or set "
                          f"MMRAG_EMBED__TEXT_PRECISION={stored}")
+        elif config.text_kernels and text.kernels and config.text_kernels != text.kernels:
+            notes.append(f"its text vectors were computed with {config.text_kernels} kernels, this server "
+                         f"embeds queries with {text.kernels} (another kind of CPU): exact kernels of one precision "
+                         f"agree to float rounding, an inexact one (int8/u8s8 without VNNI) does not; re-ingest "
+                         f"the corpus if its searches look worse here")
         return notes
 
     def served_models(self) -> set[str]:

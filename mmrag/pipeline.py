@@ -21,6 +21,7 @@ from mmrag.config import Settings
 from mmrag.corpora import Corpora
 from mmrag.documents import Documents
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
+from mmrag.embed.cpu_kernels import kernels_here
 from mmrag.embed.lazy import LazyEmbedder, model_states, one_line
 from mmrag.errors import Conflict, MMRAGError
 from mmrag.hub import go_offline_if_unreachable
@@ -168,7 +169,20 @@ class Pipeline:
                     for name in [*self.unavailable, *(n for n in state if n not in on)]},
             "unavailable": dict(self.unavailable),
             "store": "qdrant-server" if self.settings.store.url else f"embedded-{self.settings.store.engine}",
+            "text_kernels": self.text_kernels(),
         }
+
+    def text_kernels(self) -> dict[str, str]:
+        """What the text model computes in, with which kernels, on which CPU and why (``/health``, ``mmrag
+        config``); loads no model. With an embedding service: what the loaded model reported, if loaded."""
+        if self.settings.embed.service_url:
+            text = self.embedders.get("text")
+            loaded = isinstance(text, LazyEmbedder) and text.state == "loaded"
+            return {"where": "embedding service", "precision": str(text.precision) if loaded and text else "not loaded",
+                    "kernels": str(text.kernels) if loaded and text else "not loaded",
+                    "cpu": "the service's", "reason": "chosen on the embedding service's machine"}
+        embed = self.settings.embed
+        return {"where": "in-process", **kernels_here(embed.text_precision, embed.device).as_dict()}
 
     def stage_context(self) -> StageContext:
         """What a runner needs to run the worker stages (parse, embed) in this process."""

@@ -44,6 +44,7 @@ class Embedder(abc.ABC):
     dim: int  # vector width
     max_batch: int = 32  # largest batch one forward pass should take
     precision: str | None = None  # what vectors are computed in where the backend has a choice (st:); None: its one
+    kernels: str | None = None  # with which kernels, where the backend has a choice (st:): ``int8/u8s8``, ...
 
     @abc.abstractmethod
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
@@ -95,7 +96,8 @@ class EmbedderOptions:
 
     device: str = "cpu"  # auto (cuda if available), cpu, cuda:1, ...: resolved by mmrag.devices
     dtype: str = "auto"  # auto: fp32 on CPU, bf16 on GPU (fp16 where bf16 is unsupported)
-    text_precision: str = "float32"  # st: text models: float32, int8 (ONNX Runtime, CPU) or bf16 (autocast)
+    text_precision: str = "float32"  # st: text models: auto (by the CPU), float32, int8 (ONNX Runtime, CPU), bf16
+    int8_kernels: str = "auto"  # int8 kernels: auto (by the CPU: mmrag.embed.cpu_kernels), u8s8, u8u8 (forced)
     cache_dir: str | None = None  # where derived model files go (the int8 export); None: $XDG_CACHE_HOME/mmrag
 
 

@@ -85,6 +85,10 @@ class LazyEmbedder(Embedder):
         return self.load().precision
 
     @property
+    def kernels(self) -> str | None:  # type: ignore[override]  # read from the model once loaded
+        return self.load().kernels
+
+    @property
     def multivector(self) -> bool:  # type: ignore[override]  # read from the model once loaded
         return self.load().multivector
 

@@ -11,7 +11,8 @@ not through ``SentenceTransformer.encode``: the embedding service tokenises the 
 while a batch computes, and ``encode``'s per-call sorting and conversions are left out. The
 vectors equal ``encode(..., normalize_embeddings=True)``'s up to float rounding (tested).
 
-Precision (``EmbedderOptions.text_precision``, the ``embed.text_precision`` setting): ``float32``;
+Precision (``EmbedderOptions.text_precision``, the ``embed.text_precision`` setting): ``auto``, chosen
+by the CPU (:mod:`mmrag.embed.cpu_kernels`, which also picks the int8 kernels); ``float32``;
 ``bf16``, the same weights under ``torch.autocast`` (bfloat16 matmuls: AVX-512 BF16 on CPU); ``int8``,
 the transformer exported and quantised by :mod:`mmrag.embed.onnx_int8` and run by ONNX Runtime on
 the CPU, with the model's own pooling and normalisation after it. Documents and queries go through
@@ -28,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from mmrag.devices import resolve_device
-from mmrag.embed.base import TEXT_PRECISIONS, Embedder, EmbedderOptions, Item, Kind
-from mmrag.errors import InvalidInput, Unavailable
+from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
+from mmrag.embed.cpu_kernels import TextKernels, choose_text_kernels, this_cpu
+from mmrag.errors import Unavailable
 from mmrag.types import Modality
 
 _MINILM_IDS = {"sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"}
@@ -57,13 +59,13 @@ class SentenceEmbedder(Embedder):
 
         hf_logging.disable_progress_bar()
 
-        if options.text_precision not in TEXT_PRECISIONS:
-            raise InvalidInput(f"text precision {options.text_precision!r} is not one of: "
-                               f"{', '.join(TEXT_PRECISIONS)}")
-        self.precision = options.text_precision
+        self.device = resolve_device(options.device)
+        self.text_kernels: TextKernels = choose_text_kernels(options.text_precision, this_cpu(), device=self.device,
+                                                             int8_kernels=options.int8_kernels)
+        self.precision = self.text_kernels.precision
+        self.kernels = self.text_kernels.label
         self.spec = f"st:{name}"
         path = resolve_sentence_model(name)
-        self.device = resolve_device(options.device)
         try:
             self.model = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # hub unreachable, bad folder, ...
@@ -80,7 +82,7 @@ class SentenceEmbedder(Embedder):
         names = tuple(k for k, v in self.model.preprocess(["x"]).items() if hasattr(v, "shape"))
         cache = Path(options.cache_dir) if options.cache_dir else default_cache_root()
         try:
-            return OnnxInt8Encoder(self.model[0].auto_model, names, cache)
+            return OnnxInt8Encoder(self.model[0].auto_model, names, cache, self.text_kernels)
         except Exception as exc:  # export or quantisation failed (no onnx package, odd architecture)
             raise Unavailable(f"cannot build the int8 model of {self.spec}: {exc}") from exc
 

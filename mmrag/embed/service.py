@@ -120,7 +120,8 @@ class EmbedService:
 
 def describe(embedder: Embedder, max_batch: int) -> dict[str, Any]:
     return {"dim": embedder.dim, "multivector": embedder.multivector, "max_batch": max_batch,
-            "modalities": sorted(m.value for m in embedder.modalities), "precision": embedder.precision}
+            "modalities": sorted(m.value for m in embedder.modalities), "precision": embedder.precision,
+            "kernels": embedder.kernels}
 
 
 def prometheus_text(snapshots: dict[str, dict[str, Any]]) -> str:

@@ -72,6 +72,7 @@ class RemoteEmbedder(Embedder):
         self.modalities = frozenset(Modality(m) for m in info["modalities"])
         self.max_batch = int(info["max_batch"])
         self.precision = info.get("precision")  # what the service computes in (a service before the field: None)
+        self.kernels = info.get("kernels")  # with which kernels, on the service's CPU (before the field: None)
         self.max_items = int(self._health.get("max_items_per_request", self.max_batch))
 
     def _model_info(self) -> dict[str, Any]:

@@ -145,3 +145,16 @@ def test_a_corpus_records_its_text_precision_and_a_server_computing_in_another_s
     assert corpora.model_notes(other) == [
         "its text vectors come from 'st:another-model', this server embeds queries with 'fake:8'; re-ingest the "
         "corpus, or set MMRAG_EMBED__TEXT_MODEL=st:another-model"]
+
+
+def test_a_corpus_records_its_kernels_and_a_server_on_another_kind_of_cpu_says_so(corpora: Corpora) -> None:
+    text = corpora.embedders["text"]
+    text.precision, text.kernels = "int8", "int8/u8s8"
+    made = corpora.create_corpus("vnni", CorpusConfig(spaces=["text"]))
+    assert made.text_kernels == corpora.catalog.corpora.config("vnni").text_kernels == "int8/u8s8"
+    assert corpora.model_notes(made) == []
+    text.kernels = "int8/u8u8"  # the data folder moved to a CPU without VNNI
+    notes = corpora.model_notes(corpora.catalog.corpora.config("vnni"))
+    assert len(notes) == 1 and "int8/u8s8 kernels" in notes[0] and "with int8/u8u8" in notes[0], notes
+    older = CorpusConfig(spaces=["text"], text_precision="int8")  # created before the record: nothing to compare
+    assert corpora.model_notes(older) == []

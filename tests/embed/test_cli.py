@@ -30,12 +30,12 @@ def test_embed_serve_options_reach_the_app(monkeypatch: pytest.MonkeyPatch) -> N
     assert seen["port"] == 9009 and seen["specs"] == ["fake:8", "fake-mv:4"] and seen["device"] == "cpu"
     assert seen["batching"].max_batch == 4 and seen["batching"].max_wait_ms == 2  # type: ignore[attr-defined]
     assert seen["precision"] == "int8"
-    monkeypatch.setenv("MMRAG_EMBED__TEXT_PRECISION", "bf16")  # the setting is the default
+    monkeypatch.setenv("MMRAG_EMBED__TEXT_PRECISION", "float32")  # the setting is the default
     assert CliRunner().invoke(app, ["embed-serve", "--model", "fake:8"]).exit_code == 0
-    assert seen["precision"] == "bf16"
+    assert seen["precision"] == "float32"
     monkeypatch.delenv("MMRAG_EMBED__TEXT_PRECISION")
     result = CliRunner().invoke(app, ["embed-serve", "--text-precision", "fp16"])
     said = " ".join(result.output.replace("│", " ").split())  # rich boxes and wraps the message
-    assert result.exit_code == 2 and "'fp16' is not one of: float32, int8, bf16" in said, said
+    assert result.exit_code == 2 and "'fp16' is not one of: auto, float32, int8, bf16" in said, said
     result = CliRunner().invoke(app, ["embed-serve"])
     assert result.exit_code == 0 and seen["specs"] == embed_cmd.DEFAULT_MODELS

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from mmrag.config import EmbedConfig, Settings
 from mmrag.embed.base import EmbedderOptions, load_embedder
+from mmrag.embed.cpu_kernels import choose_text_kernels, this_cpu
 from mmrag.embed.sentence import SentenceEmbedder, resolve_sentence_model
 from mmrag.errors import InvalidInput
 from mmrag.pipeline import build_embedders
@@ -21,7 +22,8 @@ TEXTS = ["Revenue grew 12% year over year to $4.2 billion, led by cloud services
          "Kurz.",
          "The consolidated balance sheet shows total assets of 1,234 million at the end of the year. " * 12]
 # measured on the shipped MiniLM (docs/benchmarks.md, "Text embedding precision"): bf16 >= 0.99998,
-# int8 (ONNX Runtime, per-channel weights) 0.993-0.996; per-tensor weights fall to ~0.93
+# int8 (ONNX Runtime, per-channel weights, exact kernels) 0.993-0.996; per-tensor weights fall to ~0.93,
+# u8s8 kernels on a CPU without VNNI (16-bit saturation) to 0.989 on these texts (the owners' AVX2 EPYC)
 FLOOR = {"float32": 0.99999, "bf16": 0.9999, "int8": 0.99}
 
 
@@ -38,22 +40,59 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("model-cache")
 
 
-def _load(precision: str, cache: Path) -> SentenceEmbedder:
-    model = load_embedder(SPEC, EmbedderOptions(device="cpu", text_precision=precision, cache_dir=str(cache)))
+def _load(precision: str, cache: Path, kernels: str = "auto") -> SentenceEmbedder:
+    model = load_embedder(SPEC, EmbedderOptions(device="cpu", text_precision=precision, cache_dir=str(cache),
+                                                int8_kernels=kernels))
     assert isinstance(model, SentenceEmbedder)
     return model
 
 
-@pytest.mark.parametrize("precision", ["float32", "bf16", "int8"])
-def test_each_precision_close_to_float32_encode(precision: str, reference: np.ndarray, cache: Path) -> None:
-    model = _load(precision, cache)
+def _exact_int8_kernels_here() -> list[str]:
+    """The int8 kernels that are exact on this CPU: u8u8 on every x86 CPU, u8s8 where it has VNNI."""
+    cpu = this_cpu()
+    if not cpu.x86:
+        return ["auto"]
+    return ["u8s8", "u8u8"] if cpu.vnni else ["u8u8"]
+
+
+def _check_close(model: SentenceEmbedder, reference: np.ndarray, floor: float) -> None:
     for kind in ("document", "query"):
         vectors = np.stack(model.embed_batch(TEXTS, kind))
         cosines = (vectors * reference).sum(axis=1)
-        assert cosines.min() >= FLOOR[precision], (precision, cosines)
+        assert cosines.min() >= floor, (model.kernels, this_cpu().kind, cosines)
         assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
-    if precision != "float32":  # not float32 itself: the arm changes the numbers
+    if model.precision != "float32":  # not float32 itself: the arm changes the numbers
         assert (np.stack(model.embed_batch(TEXTS)) * reference).sum(axis=1).min() < 0.999999
+
+
+@pytest.mark.parametrize("precision", ["float32", "bf16", "int8", "auto"])
+def test_each_precision_close_to_float32_encode(precision: str, reference: np.ndarray, cache: Path) -> None:
+    """Each setting as this CPU runs it (int8, auto: the kernels chosen here) keeps its floor; bf16 on a CPU
+    without native bfloat16 is refused, saying why and what to use."""
+    if precision == "bf16" and not this_cpu().native_bf16:
+        with pytest.raises(InvalidInput, match=r"needs a CPU that multiplies bfloat16 natively.*Use 'auto'"):
+            _load(precision, cache)
+        return
+    model = _load(precision, cache)
+    assert model.text_kernels == choose_text_kernels(precision, this_cpu())
+    _check_close(model, reference, FLOOR[model.precision])
+
+
+@pytest.mark.parametrize("kernels", _exact_int8_kernels_here())
+def test_every_exact_int8_kernel_here_keeps_the_floor(kernels: str, reference: np.ndarray, cache: Path) -> None:
+    """u8u8 (what a CPU without VNNI gets) runs on every x86 CPU, so a VNNI machine checks it too; there its
+    vectors equal VNNI's exact u8s8 ones to float rounding (the same integer products)."""
+    model = _load("int8", cache, kernels)
+    _check_close(model, reference, FLOOR["int8"])
+    options = model.int8.session(1).get_session_options()  # type: ignore[union-attr]
+    try:
+        entry = options.get_session_config_entry("session.x64quantprecision")
+    except RuntimeError:  # onnxruntime: no such entry
+        entry = None
+    assert (entry == "1") == (model.kernels == "int8/u8u8"), (model.kernels, entry)
+    if kernels == "u8u8" and this_cpu().vnni:
+        exact = np.stack(_load("int8", cache, "u8s8").embed_batch(TEXTS))
+        np.testing.assert_allclose(np.stack(model.embed_batch(TEXTS)), exact, atol=1e-4)
 
 
 def test_int8_export_is_cached_and_a_corrupt_file_rebuilt(cache: Path) -> None:
@@ -68,22 +107,28 @@ def test_int8_export_is_cached_and_a_corrupt_file_rebuilt(cache: Path) -> None:
     rebuilt = _load("int8", cache)
     assert path.stat().st_size > 1_000_000 and path.read_bytes()[:17] != b"not an onnx model"
     assert np.allclose(np.stack(rebuilt.embed_batch(TEXTS)), expected, atol=1e-5)
-    assert [p.name for p in path.parent.parent.iterdir()] == [path.parent.name]  # no build folder left
+    assert not [p.name for p in path.parent.parent.iterdir() if p.name.startswith(".")]  # no build folder left
+    if this_cpu().x86:  # keyed by the kernels: a CPU that chooses others builds its own
+        other = "u8u8" if first.kernels == "int8/u8s8" else "u8s8"
+        assert _load("int8", cache, other).int8.path.parent != path.parent  # type: ignore[union-attr]
 
 
 def test_bad_precision_names_the_allowed_values(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="'float32', 'int8' or 'bf16'"):
+    with pytest.raises(ValidationError, match="'auto', 'float32', 'int8' or 'bf16'"):
         EmbedConfig(text_precision="fp16")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInput, match="'fp16' is not one of: float32, int8, bf16"):
+    with pytest.raises(InvalidInput, match="'fp16' is not one of: auto, float32, int8, bf16"):
         load_embedder(SPEC, EmbedderOptions(text_precision="fp16"))
+    with pytest.raises(InvalidInput, match="'u4' are not one of: auto, u8s8, u8u8"):
+        load_embedder(SPEC, EmbedderOptions(text_precision="int8", int8_kernels="u4"))
 
 
 def test_setting_reaches_the_text_model(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, embed=EmbedConfig(text_precision="bf16", clip_model=None,
+    settings = Settings(data_dir=tmp_path, embed=EmbedConfig(text_precision="float32", clip_model=None,
                                                              colpali_model=None))
     embedders, _ = build_embedders(settings)
     text = embedders["text"].load()  # type: ignore[attr-defined]
-    assert isinstance(text, SentenceEmbedder) and text.precision == "bf16" and text.int8 is None
+    assert isinstance(text, SentenceEmbedder) and text.precision == "float32" and text.int8 is None
+    assert text.kernels == "float32/torch-cpu"
 
 
 def test_the_embedding_service_serves_the_int8_arm_and_says_so(cache: Path, serve) -> None:  # type: ignore[no-untyped-def]
@@ -94,6 +139,7 @@ def test_the_embedding_service_serves_the_int8_arm_and_says_so(cache: Path, serv
     server = serve(app)
     remote, local = RemoteEmbedder(server.url, SPEC), _load("int8", cache)
     assert remote.precision == local.precision == "int8"  # read from the service's /health
+    assert remote.kernels == local.kernels == choose_text_kernels("int8", this_cpu()).label
     for kind in ("document", "query"):
         np.testing.assert_allclose(np.stack(remote.embed_batch(TEXTS, kind)), np.stack(local.embed_batch(TEXTS, kind)),
                                    atol=1e-5)
