@@ -7,6 +7,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from mmrag.embed.cpu_kernels import choose_text_kernels, this_cpu
 from tests.conftest import make_settings
 
 
@@ -29,6 +30,22 @@ def test_health_claims_only_the_spaces_that_can_serve(tmp_path: Path) -> None:
     with TestClient(create_app(settings)) as client:  # a restart: no corpus uses clip, so it is not claimed
         health = client.get("/health").json()
         assert "clip" not in health["serving"] and health["pending"] == ["clip"]
+
+
+def test_health_says_which_kernels_the_text_model_runs_on_this_cpu(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "data")
+    settings.embed.text_model, settings.embed.device = "fake:8", "cpu"
+    with TestClient(create_app(settings)) as client:
+        kernels = client.get("/health").json()["text_kernels"]
+    expected = choose_text_kernels(settings.embed.text_precision, this_cpu())
+    assert kernels == {"where": "in-process", **expected.as_dict()}
+    assert kernels["cpu"] == this_cpu().kind and kernels["reason"]
+    if this_cpu().x86 and "avx2" in this_cpu().flags:  # every x86 CPU with AVX2 gets int8, exact kernels
+        assert (kernels["precision"], kernels["kernels"]) == ("int8", "u8s8" if this_cpu().vnni else "u8u8")
+    settings.embed.service_url = "http://127.0.0.1:9"  # nobody there: the service's choice is not known yet
+    with TestClient(create_app(settings)) as client:
+        kernels = client.get("/health").json()["text_kernels"]
+    assert kernels["where"] == "embedding service" and kernels["kernels"] == "not loaded"
 
 
 def test_a_space_whose_model_failed_is_off_with_it(tmp_path: Path) -> None:

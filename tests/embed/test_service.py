@@ -47,7 +47,7 @@ def test_health_lists_loaded_and_failed_models(url: str, specs: list[str]) -> No
     body = httpx.get(f"{url}/health").json()
     assert body["status"] == "degraded" and set(body["models"]) == set(specs)
     assert body["models"][specs[0]] == {"dim": 32, "multivector": False, "max_batch": 8,
-                                        "modalities": ["image", "text"], "precision": None}
+                                        "modalities": ["image", "text"], "precision": None, "kernels": None}
     assert body["models"][specs[1]]["multivector"] is True
     assert MISSING in body["failed"] and "cannot load" in body["failed"][MISSING]
 
