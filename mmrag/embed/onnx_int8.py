@@ -12,7 +12,7 @@ builds its own. A later load reuses the file; a file that ONNX Runtime
 cannot open (a torn write, a disk error) is rebuilt once. The export is written to a temporary folder
 and moved into place, so a crash never leaves a half-written model under the key.
 
-Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Text embedding precision"): per-channel weights
+Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Text kernels by CPU"): per-channel weights
 keep the cosine to float32 at ~0.995, per-tensor weights (ONNX Runtime's default, and torch's
 ``quantize_dynamic``) fall to 0.93-0.95 on MiniLM, so per-channel is what this module builds; the
 feed-forward output projections stay float32 (:func:`down_projections`), which keeps the 1st percentile

@@ -21,7 +21,7 @@ TEXTS = ["Revenue grew 12% year over year to $4.2 billion, led by cloud services
          "What was the net income in the third quarter?",
          "Kurz.",
          "The consolidated balance sheet shows total assets of 1,234 million at the end of the year. " * 12]
-# measured on the shipped MiniLM (docs/benchmarks.md, "Text embedding precision"): bf16 >= 0.99998,
+# measured on the shipped MiniLM (docs/benchmarks.md, "Text kernels by CPU"): bf16 >= 0.99998,
 # int8 (ONNX Runtime, per-channel weights, exact kernels) 0.993-0.996; per-tensor weights fall to ~0.93,
 # u8s8 kernels on a CPU without VNNI (16-bit saturation) to 0.989 on these texts (the owners' AVX2 EPYC)
 FLOOR = {"float32": 0.99999, "bf16": 0.9999, "int8": 0.99}
