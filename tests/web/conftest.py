@@ -1,20 +1,26 @@
 """Browser fixtures: one real ``mmrag serve`` that requires API keys and one Debian chromium (driven
-by PyPI playwright, never ``playwright install``) per module; the page asks for the key like it
-would ask a person. Screenshots go to tests/web/artifacts/ and, with ``MMRAG_UPDATE_SCREENSHOTS=1``,
-to docs/img/ (the README shows those)."""
+by PyPI playwright, never ``playwright install``) for the whole session; the page asks for the key like
+it would ask a person. No test depends on another: each opens its own browser context (its own storage)
+and gets the corpus it needs from a fixture, made over REST (``docs_corpus`` is shared and only read;
+``own_docs_corpus`` and ``empty_corpus`` are the test's own); a test that needs a server with nothing on
+it gets ``empty_server``. Screenshots go to tests/web/artifacts/ and, with
+``MMRAG_UPDATE_SCREENSHOTS=1``, to docs/img/ (the README shows those)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, expect, sync_playwright
 
 from mmrag.keys import KeyStore
+from mmrag.rest_client import Client
 from tests.api.conftest import Server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +32,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 375, "height": 812}
 WAIT_MS = 60_000  # the CI box is small and shared: wait for the server (generously), never sleep
+TIMEOUT = 120_000  # ms for server-side work (OCR, indexing, an evaluation run) on a busy 2-core box
+DOCS = ("multi_page.pdf", "ocr_test.pdf")  # under the test corpus's pdf/ and scans/: 5 pages and 1 scanned page
 expect.set_options(timeout=WAIT_MS)
 
 
@@ -39,19 +47,67 @@ class KeyedServer:
         return self.server.url
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedServer]:
-    tmp = tmp_path_factory.mktemp("web")
+def start_keyed_server(tmp: Path) -> KeyedServer:
     (tmp / "data").mkdir()
     store = KeyStore(tmp / "data")
     key = store.create("admin", None, "web page test").secret
     store.close()
-    srv = Server(tmp / "data", tmp / "server.log", env={"MMRAG_API__AUTH": "required"})
-    yield KeyedServer(srv, key)
-    srv.stop()
+    return KeyedServer(Server(tmp / "data", tmp / "server.log", env={"MMRAG_API__AUTH": "required"}), key)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedServer]:
+    """The server the web tests share; every test makes (or only reads) corpora of its own."""
+    srv = start_keyed_server(tmp_path_factory.mktemp("web"))
+    yield srv
+    srv.server.stop()
+
+
+@pytest.fixture
+def empty_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedServer]:
+    """A server of this test's own with nothing on it: no corpus, no evaluation."""
+    srv = start_keyed_server(tmp_path_factory.mktemp("web-empty"))
+    yield srv
+    srv.server.stop()
+
+
+def upload_docs(server: KeyedServer, corpus_dir: Path, corpus: str) -> str:
+    """Create ``corpus`` over REST and index the two documents of ``DOCS`` in it (the upload waits for the job)."""
+    files = [(name, (corpus_dir / sub / name).read_bytes()) for sub, name in zip(("pdf", "scans"), DOCS, strict=True)]
+    with Client(server.url, server.key) as client:
+        client.create_corpus(corpus)
+        body = client.upload(corpus, files, wait=True)
+    assert body["job"]["state"] == "done" and len(body["documents"]) == 2, body
+    return corpus
+
+
+def new_corpus_name(kind: str) -> str:
+    """A corpus name of its own; no name is a part of another (the page's rows are found by name)."""
+    return f"{kind}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def docs_corpus(server: KeyedServer, corpus_dir: Path) -> str:
+    """``web-docs``, holding the two documents of ``DOCS``: shared by the tests that only read it."""
+    return upload_docs(server, corpus_dir, "web-docs")
+
+
+@pytest.fixture
+def own_docs_corpus(server: KeyedServer, corpus_dir: Path) -> str:
+    """A corpus of this test's own holding the two documents of ``DOCS`` (for a test that changes it)."""
+    return upload_docs(server, corpus_dir, new_corpus_name("own-docs"))
+
+
+@pytest.fixture
+def empty_corpus(server: KeyedServer) -> str:
+    """A corpus of this test's own with no document."""
+    name = new_corpus_name("empty")
+    with Client(server.url, server.key) as client:
+        client.create_corpus(name)
+    return name
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install chromium (scripts/bootstrap does)"
     with sync_playwright() as p:
@@ -83,10 +139,14 @@ class Console:
         self.allowed.append(url_part)
 
 
-def open_page(browser: Browser, server: KeyedServer, viewport: dict[str, int]) -> tuple[Page, Console]:
-    """A new browser context (its own session storage) on the page; gives the key when asked."""
+def open_page(browser: Browser, server: KeyedServer, viewport: dict[str, int],
+              corpus: str | None = None) -> tuple[Page, Console]:
+    """A new browser context (its own session and local storage) on the page, ``corpus`` the chosen one
+    (as the page remembers a person's choice); gives the key when asked."""
     context = browser.new_context(viewport=viewport)  # type: ignore[arg-type]
     context.set_default_timeout(WAIT_MS)
+    if corpus is not None:
+        context.add_init_script(f"localStorage.setItem('mmrag.corpus', {json.dumps(corpus)})")
     page = context.new_page()
     console = Console()
     console.expect("/corpora")  # the first requests answer 401: that is how the page learns it needs a key
@@ -103,18 +163,39 @@ def open_page(browser: Browser, server: KeyedServer, viewport: dict[str, int]) -
     return page, console
 
 
-@pytest.fixture(scope="module")
-def desktop(browser: Browser, server: KeyedServer) -> Iterator[tuple[Page, Console]]:
-    page, console = open_page(browser, server, DESKTOP)
-    yield page, console
-    page.context.close()
+Browse = Callable[..., tuple[Page, Console]]
 
 
-@pytest.fixture(scope="module")
-def phone(browser: Browser, server: KeyedServer) -> Iterator[tuple[Page, Console]]:
-    page, console = open_page(browser, server, PHONE)
-    yield page, console
-    page.context.close()
+@pytest.fixture
+def browse(browser: Browser, server: KeyedServer) -> Iterator[Browse]:
+    """``browse(corpus=None, viewport=DESKTOP, on=server)``: the page in a browser context of this test's
+    own, closed after it."""
+    pages: list[Page] = []
+
+    def open_(corpus: str | None = None, viewport: dict[str, int] = DESKTOP,
+              on: KeyedServer | None = None) -> tuple[Page, Console]:
+        page, console = open_page(browser, on or server, viewport, corpus)
+        pages.append(page)
+        return page, console
+
+    yield open_
+    for page in pages:
+        page.context.close()
+
+
+def go(page: Page, view: str) -> None:
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name=view.capitalize()).click()
+    expect(page.locator(f"#view-{view}")).to_be_visible()
+
+
+def image_width(img: Locator) -> int:
+    """Natural width of an <img> once its blob: URL (fetched with the API key) has loaded."""
+    img.page.wait_for_function("i => i.src && i.complete && i.naturalWidth > 0", arg=img.element_handle())
+    return int(img.evaluate("i => i.naturalWidth"))
+
+
+def no_console_errors(console: Console) -> None:
+    assert console.errors == [], console.errors
 
 
 def screenshot(page: Page, name: str, *, publish: bool = True) -> Path:

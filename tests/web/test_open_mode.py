@@ -16,7 +16,8 @@ from tests.api.conftest import Server
 from tests.web.conftest import WAIT_MS
 
 pytestmark = pytest.mark.integration
-CORPUS = "open-docs"
+CORPUS = "open-docs"  # the corpus the other origin's form posts to
+PAGE_CORPUS = "open-page"  # the one the page creates: neither test needs the other's
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +60,10 @@ def test_the_page_works_without_a_key_on_an_open_local_server(browser: Browser, 
     page.goto(open_server.url + "/")
     page.wait_for_selector("body[data-ready]")
     expect(page.get_by_role("dialog", name="API key needed")).to_have_count(0)
-    page.get_by_label("Name").fill(CORPUS)
+    page.get_by_label("Name").fill(PAGE_CORPUS)
     page.get_by_role("button", name="Create corpus").click()  # a same-origin POST: allowed
-    expect(page.locator("#corpus-form .form-status")).to_contain_text(f"Corpus {CORPUS} created", timeout=120_000)
+    expect(page.locator("#corpus-form .form-status")).to_contain_text(f"Corpus {PAGE_CORPUS} created",
+                                                                      timeout=120_000)
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Documents").click()
     page.get_by_label("Choose files").set_input_files([corpus_dir / "pdf" / "multi_page.pdf"])
     page.get_by_role("button", name="Upload").click()
