@@ -240,8 +240,9 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     a_question_to_answer(models, image=bool(image_spaces))
     upload_metadata_as_json(schema)
     add_links(schema)
-    if pipeline is not None:
-        evaluation_suites(models, pipeline.evaluations)
+    evaluations = getattr(app.state, "evaluations", None)
+    if evaluations is not None:
+        evaluation_suites(models, evaluations)
     add_models(models, ErrorBody, OpenAIErrorBody, ChatCompletionChunk)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}

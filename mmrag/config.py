@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mmrag.embed.service_config import EmbedServiceConfig
+from mmrag.embed_service_config import EmbedServiceConfig
 from mmrag.errors import InvalidInput
 from mmrag.vlm_config import VLMConfig
 
@@ -163,8 +163,8 @@ class EmbedConfig(BaseModel):
         """A ``bf16`` setting the in-process CPU cannot run natively is refused at start-up (why, and what to
         use); with ``service_url`` the service's machine decides."""
         if self.text_precision == "bf16" and not self.service_url:
+            from mmrag import cpu_kernels
             from mmrag.devices import resolve_device
-            from mmrag.embed import cpu_kernels
 
             try:
                 cpu_kernels.choose_text_kernels("bf16", cpu_kernels.this_cpu(), device=resolve_device(self.device))

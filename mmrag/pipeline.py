@@ -12,31 +12,27 @@ import functools
 import gc
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from mmrag.catalog import Catalog
 from mmrag.config import Settings
 from mmrag.corpora import Corpora
+from mmrag.cpu_kernels import kernels_here
 from mmrag.documents import Documents
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
-from mmrag.embed.cpu_kernels import kernels_here
 from mmrag.embed.lazy import LazyEmbedder, model_states, one_line
 from mmrag.errors import Conflict, MMRAGError
 from mmrag.hub import go_offline_if_unreachable
 from mmrag.jobs.blocking import BlockingIngest
-from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
-from mmrag.lazy_answers import Answers
-
-if TYPE_CHECKING:
-    from mmrag.evaluate.ranker_training import RankerTraining
-    from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.parse_pool import ParsePool
+from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
 from mmrag.jobs.writer import JobWriter
+from mmrag.lazy_answers import Answers
 from mmrag.retrieve import Retriever
 from mmrag.spaces import Space
 from mmrag.spaces.registry import build_spaces
@@ -95,8 +91,6 @@ class Pipeline:
     answers: Answers  # retrieval + VLM (or extractive) answers, built on first enable()
     unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
-    evaluations: EvaluationService = field(init=False)  # evaluation jobs over this process's parts (REST)
-    rankers: RankerTraining = field(init=False)  # corpora's own page rankers: training jobs and status (REST)
 
     # documents: every ingest is a job ---------------------------------------------------
     @functools.cached_property
@@ -189,10 +183,8 @@ class Pipeline:
         return build_stage_context(self.settings, self.spaces)
 
     def close(self) -> None:
-        """Stop the job runner (work in flight resumes at the next start) and evaluations, then the stores."""
+        """Stop the job runner (work in flight resumes at the next start) and the answers, then the stores."""
         self.runner.stop()
-        self.evaluations.close()
-        self.rankers.close()
         self.answers.close()
         self.store.close()
         self.catalog.close()
@@ -269,28 +261,9 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
                       settings.retrieve.max_query_chars)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, Documents(catalog), answers, unavailable, owner)
-    pipeline.evaluations = build_evaluations(pipeline)
-    pipeline.rankers = build_rankers(retriever)
     if run_jobs:
         job_runner.start()
     return pipeline
-
-
-def build_evaluations(pipeline: Pipeline) -> EvaluationService:
-    """The evaluation jobs of the REST API, run in this process: its corpora, ingestion, search, answers."""
-    from mmrag.backends import LocalBackend
-    from mmrag.evaluate.service import EvaluationService
-
-    settings = pipeline.settings
-    return EvaluationService(LocalBackend(pipeline, pipeline.answers), settings.data_dir / "evaluations",
-                             settings.eval_suites_dir)
-
-
-def build_rankers(retriever: Retriever) -> RankerTraining:
-    """Training jobs of corpora's own page rankers (REST), over this process's retriever."""
-    from mmrag.evaluate.ranker_training import RankerTraining
-
-    return RankerTraining(retriever)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:

@@ -97,7 +97,7 @@ class EmbedderOptions:
     device: str = "cpu"  # auto (cuda if available), cpu, cuda:1, ...: resolved by mmrag.devices
     dtype: str = "auto"  # auto: fp32 on CPU, bf16 on GPU (fp16 where bf16 is unsupported)
     text_precision: str = "float32"  # st: text models: auto (by the CPU), float32, int8 (ONNX Runtime, CPU), bf16
-    int8_kernels: str = "auto"  # int8 kernels: auto (by the CPU: mmrag.embed.cpu_kernels), u8s8, u8u8 (forced)
+    int8_kernels: str = "auto"  # int8 kernels: auto (by the CPU: mmrag.cpu_kernels), u8s8, u8u8 (forced)
     cache_dir: str | None = None  # where derived model files go (the int8 export); None: $XDG_CACHE_HOME/mmrag
 
 
