@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from mmrag.config import CorpusConfig
 from mmrag.keys import Scope
+from mmrag.spaces.registry import check_space_name, page_spaces
 
 SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
 JSON_INT = 2**53  # integers in payloads and filters: exact as JSON numbers everywhere (the store's floats too)
@@ -96,8 +97,7 @@ class FileError(BaseModel):
     message: str
 
 
-SpaceName = Literal["text", "bm25", "clip", "colpali", "document"]
-PAGE_SPACES = ("text", "bm25", "clip", "colpali")  # spaces that rank pages (document ranks whole documents)
+SpaceName = Annotated[str, AfterValidator(check_space_name)]  # a registered space (the OpenAPI enum: api/contract.py)
 Weight = Annotated[float, Field(ge=0, le=100)]
 
 
@@ -120,8 +120,7 @@ class SearchOptions(BaseModel):
     spaces: list[SpaceName] | None = Field(
         None, min_length=1, description="Spaces to use (text: MiniLM dense, bm25: sparse, clip: CLIP/SigLIP dense, "
                                         "colpali: late interaction; document: ranks documents, so only beside a "
-                                        "page space); default: all of the corpus's spaces",
-        json_schema_extra={"contains": {"enum": list(PAGE_SPACES)}})
+                                        "page space); default: all of the corpus's spaces")
     weights: dict[SpaceName, Weight] | None = Field(
         None, description="RRF weight per space, 0..100 (default 1); only for spaces the request uses")
     prefetch_limit: int | None = Field(
@@ -150,9 +149,9 @@ class SearchOptions(BaseModel):
     @field_validator("spaces")
     @classmethod
     def _a_page_space(cls, spaces: list[str] | None) -> list[str] | None:
-        if spaces is not None and not set(spaces) & set(PAGE_SPACES):
+        if spaces is not None and not set(spaces) & set(page_spaces()):
             raise ValueError(f"the document space ranks documents, not pages: name a page space too "
-                             f"({', '.join(PAGE_SPACES)})")
+                             f"({', '.join(page_spaces())})")
         return spaces
 
 
