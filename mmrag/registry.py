@@ -20,10 +20,6 @@ from mmrag.errors import InvalidInput, NotFound
 
 T = TypeVar("T")
 
-ENTRY_POINT_GROUPS = ("mmrag.embedders", "mmrag.vlm_backends", "mmrag.spaces")
-"""The entry-point groups third-party packages register through (embedder prefixes, VLM backends, spaces)."""
-
-
 def resolve(path: str) -> object:
     """The object a ``package.module:attribute`` path names (``attribute`` may be dotted: ``Class.method``),
     importing the module; InvalidInput when the path is not of that form."""

@@ -13,7 +13,7 @@ from mmrag.embed import base
 from mmrag.errors import InvalidInput, NotFound
 from mmrag.generate import factory
 from mmrag.pipeline import build_pipeline
-from mmrag.registry import ENTRY_POINT_GROUPS, Registry, resolve
+from mmrag.registry import Registry, resolve
 from mmrag.spaces import registry as spaces
 from mmrag.spaces.bm25 import Bm25Space
 from tests.fixtures import fake_embedders
@@ -48,10 +48,11 @@ def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                                            "[mmrag.embedders]\nthird = mmrag_plugin:embedder\n\n"
                                            "[mmrag.vlm_backends]\nthird-vlm = mmrag_plugin:vlm\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(spaces, "SPACES", Registry("space", spaces.SPACE_TYPES, "mmrag.spaces",
+    monkeypatch.setattr(spaces, "SPACES", Registry("space", spaces.SPACE_TYPES, spaces.SPACES.group,
                                                    check=lambda entry: isinstance(entry, type)))
-    monkeypatch.setattr(base, "EMBEDDERS", Registry("embedder backend", base.BACKENDS, "mmrag.embedders"))
-    monkeypatch.setattr(factory, "VLM_REGISTRY", Registry("VLM backend", factory.VLM_BACKENDS, "mmrag.vlm_backends"))
+    monkeypatch.setattr(base, "EMBEDDERS", Registry("embedder backend", base.BACKENDS, base.EMBEDDERS.group))
+    monkeypatch.setattr(factory, "VLM_REGISTRY", Registry("VLM backend", factory.VLM_BACKENDS,
+                                                          factory.VLM_REGISTRY.group))
 
 
 def test_one_resolver_for_every_module_attribute_path() -> None:
@@ -64,7 +65,8 @@ def test_one_resolver_for_every_module_attribute_path() -> None:
 
 @pytest.mark.usefixtures("installed_plugin")
 def test_third_party_plug_ins_register_through_entry_points(minilm) -> None:
-    assert set(ENTRY_POINT_GROUPS) == {"mmrag.spaces", "mmrag.embedders", "mmrag.vlm_backends"}
+    assert [spaces.SPACES.group, base.EMBEDDERS.group, factory.VLM_REGISTRY.group] == [
+        "mmrag.spaces", "mmrag.embedders", "mmrag.vlm_backends"]
     assert spaces.space_names() == ("text", "bm25", "document", "clip", "colpali", "thirdparty")
     assert spaces.SPACES.entries["thirdparty"] == "mmrag_plugin:ThirdPartySpace"  # not imported until used
     built = spaces.build_spaces({"text": minilm})["thirdparty"]
@@ -80,7 +82,7 @@ def test_a_built_in_keeps_its_name_against_an_entry_point(tmp_path: Path, monkey
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: squatter\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[mmrag.spaces]\nbm25 = squatter:Other\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    fresh: Registry[type] = Registry("space", spaces.SPACE_TYPES, "mmrag.spaces")
+    fresh: Registry[type] = Registry("space", spaces.SPACE_TYPES, spaces.SPACES.group)
     assert fresh.names() == list(spaces.SPACE_TYPES) and fresh.entries["bm25"] == "mmrag.spaces.bm25:Bm25Space"
 
 
