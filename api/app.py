@@ -23,7 +23,10 @@ from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import Metrics, configure_logging
 from api.routes import answer, corpora, documents, evaluations, health, jobs, keys, openai_chat, ranker, search, web
 from mmrag import __version__
+from mmrag.backends import LocalBackend
 from mmrag.config import Settings, load_settings
+from mmrag.evaluate.ranker_training import RankerTraining
+from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.runner import RunnerFactory
 from mmrag.pipeline import Pipeline, build_pipeline
 
@@ -70,10 +73,14 @@ def create_app(settings: Settings | None = None, pipeline: Pipeline | None = Non
 
 
 def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> None:
-    """Build (or take) the pipeline, load the VLM, warm the corpora's models up in the background and
-    write the marker file by which the CLI finds this server."""
+    """Build (or take) the pipeline, hand its parts to the evaluation and ranker-training jobs, load the VLM,
+    warm the corpora's models up in the background and write the marker file by which the CLI finds this
+    server."""
     configure_logging(settings.api.log_format, settings.log_level)
-    app.state.pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
+    app.state.pipeline = pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
+    app.state.evaluations = EvaluationService(LocalBackend(pipeline, pipeline.answers),
+                                              settings.data_dir / "evaluations", settings.eval_suites_dir)
+    app.state.rankers = RankerTraining(pipeline.retriever)
     app.state.settings = settings
     app.state.auth = AuthGate(settings)
     app.state.pipeline.answers.enable()  # load the VLM at start-up: /health says whether it is on
@@ -88,7 +95,10 @@ def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> Non
 
 
 def shut_down(app: FastAPI, settings: Settings, *, owns_pipeline: bool) -> None:
-    """The key store and the marker file go; the pipeline is closed when the app built it."""
+    """The evaluation and training jobs stop, the key store and the marker file go; the pipeline is closed
+    when the app built it."""
+    app.state.evaluations.close()
+    app.state.rankers.close()
     app.state.auth.close()
     marker = server_file(settings)
     if os.path.exists(marker):

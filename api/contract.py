@@ -25,7 +25,7 @@ from api.limits import body_limit
 from api.openai_schemas import ChatCompletionChunk, OpenAIErrorBody
 from api.schemas import ErrorBody
 from mmrag.config import Settings
-from mmrag.spaces.registry import space_names
+from mmrag.spaces.registry import page_spaces, space_names
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 OPENAI_ERROR_REF = {"$ref": "#/components/schemas/OpenAIErrorBody"}  # the errors of the /v1 routes
@@ -91,6 +91,8 @@ def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) 
     retrieve = settings.retrieve
     for name, model in models.items():
         props = model.get("properties", {})
+        if name in ("SearchIn", "SearchOptions"):
+            registered_spaces(props)
         if name in ("SearchIn", "SearchOptions") or name.startswith("Body_search_by_image"):
             if "query" in props:
                 props["query"]["maxLength"] = retrieve.max_query_chars
@@ -112,6 +114,16 @@ def apply_limits(models: dict[str, Any], settings: Settings, spaces: list[str]) 
             for schema in (prop, prop.get("items", {})):
                 if schema.get("format") == "binary" or schema.get("contentMediaType") == "application/octet-stream":
                     schema["minLength"] = 1
+
+
+def registered_spaces(props: dict[str, Any]) -> None:
+    """A search's ``spaces`` and ``weights`` name registered spaces (the registry decides, request types check
+    it): their enums, and at least one that ranks pages."""
+    names = list(space_names())
+    spaces = props["spaces"]
+    spaces["anyOf"][0]["items"]["enum"] = names
+    spaces["contains"] = {"enum": list(page_spaces())}
+    props["weights"]["anyOf"][0]["propertyNames"] = {"enum": names}
 
 
 def no_image_queries(schema: dict[str, Any]) -> None:
@@ -240,8 +252,9 @@ def build_schema(app: FastAPI, settings: Settings) -> dict[str, Any]:
     a_question_to_answer(models, image=bool(image_spaces))
     upload_metadata_as_json(schema)
     add_links(schema)
-    if pipeline is not None:
-        evaluation_suites(models, pipeline.evaluations)
+    evaluations = getattr(app.state, "evaluations", None)
+    if evaluations is not None:
+        evaluation_suites(models, evaluations)
     add_models(models, ErrorBody, OpenAIErrorBody, ChatCompletionChunk)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                 "description": "An API key from `mmrag keys create`"}}

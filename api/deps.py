@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from api.auth import AuthGate, Principal, get_gate, require
+from mmrag.evaluate.ranker_training import RankerTraining
 from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.runner import JobRunner
 from mmrag.jobs.state import JobStore
@@ -29,13 +30,20 @@ def get_job_store(pipeline: PipelineDep) -> JobStore:
     return pipeline.jobs
 
 
-def get_evaluations(pipeline: PipelineDep) -> EvaluationService:
-    return pipeline.evaluations
+def get_evaluations(request: Request) -> EvaluationService:
+    service: EvaluationService = request.app.state.evaluations
+    return service
+
+
+def get_rankers(request: Request) -> RankerTraining:
+    rankers: RankerTraining = request.app.state.rankers
+    return rankers
 
 
 RunnerDep = Annotated[JobRunner, Depends(get_runner)]
 StoreDep = Annotated[JobStore, Depends(get_job_store)]
 ServiceDep = Annotated[EvaluationService, Depends(get_evaluations)]
+RankersDep = Annotated[RankerTraining, Depends(get_rankers)]
 
 GateDep = Annotated[AuthGate, Depends(get_gate)]
 PrincipalDep = Annotated[Principal, require(None)]  # any valid key; the route checks the object's corpus

@@ -37,8 +37,8 @@ from pydantic import BaseModel, ValidationError
 from api.errors import install_error_handlers, responses
 from mmrag.embed.base import EmbedderOptions, Kind
 from mmrag.embed.service import EmbedService, prometheus_text
-from mmrag.embed.service_config import BatchingConfig, InputLimits
 from mmrag.embed.wire import CONTENT_TYPE, encode_vectors
+from mmrag.embed_service_config import BatchingConfig, InputLimits
 from mmrag.errors import InvalidInput, UnsupportedMediaType
 
 EncodingFormat = Literal["float", "base64", "binary"]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from mmrag.config import CorpusConfig
 from mmrag.keys import Scope
+from mmrag.spaces.registry import check_space_name, page_spaces
+from mmrag.types import MAX_PREFETCH_LIMIT, MAX_RRF_K, MAX_TOP_K, MAX_WEIGHT, Fusion
 
 SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
 JSON_INT = 2**53  # integers in payloads and filters: exact as JSON numbers everywhere (the store's floats too)
@@ -96,9 +98,8 @@ class FileError(BaseModel):
     message: str
 
 
-SpaceName = Literal["text", "bm25", "clip", "colpali", "document"]
-PAGE_SPACES = ("text", "bm25", "clip", "colpali")  # spaces that rank pages (document ranks whole documents)
-Weight = Annotated[float, Field(ge=0, le=100)]
+SpaceName = Annotated[str, AfterValidator(check_space_name)]  # a registered space (the OpenAPI enum: api/contract.py)
+Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT)]
 
 
 class PageRange(BaseModel):
@@ -116,23 +117,23 @@ class SearchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")  # unknown fields are refused (additionalProperties: false)
 
-    top_k: int = Field(10, ge=1, le=1000, description="Results to return, 1..MMRAG_RETRIEVE__MAX_TOP_K (default 100)")
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K,
+                       description="Results to return, 1..MMRAG_RETRIEVE__MAX_TOP_K (default 100)")
     spaces: list[SpaceName] | None = Field(
         None, min_length=1, description="Spaces to use (text: MiniLM dense, bm25: sparse, clip: CLIP/SigLIP dense, "
                                         "colpali: late interaction; document: ranks documents, so only beside a "
-                                        "page space); default: all of the corpus's spaces",
-        json_schema_extra={"contains": {"enum": list(PAGE_SPACES)}})
+                                        "page space); default: all of the corpus's spaces")
     weights: dict[SpaceName, Weight] | None = Field(
-        None, description="RRF weight per space, 0..100 (default 1); only for spaces the request uses")
+        None, description=f"RRF weight per space, 0..{MAX_WEIGHT} (default 1); only for spaces the request uses")
     prefetch_limit: int | None = Field(
-        None, ge=1, le=10_000, description="Candidates each space contributes before fusion and rerank, "
+        None, ge=1, le=MAX_PREFETCH_LIMIT, description="Candidates each space contributes before fusion and rerank, "
                                            "up to MMRAG_RETRIEVE__MAX_PREFETCH_LIMIT (less than top_k counts as "
                                            "top_k); default MMRAG_RETRIEVE__PREFETCH_LIMIT")
     rrf_k: int | None = Field(
-        None, ge=1, le=1000, description="RRF constant k: score = sum over spaces of 1 / (rank / weight + k - 1) "
+        None, ge=1, le=MAX_RRF_K, description="RRF constant k: score = sum over spaces of 1 / (rank / weight + k - 1) "
                                          "(Qdrant's weighted RRF); small k lets weights and top ranks count more; "
                                          "default MMRAG_RETRIEVE__RRF_K")
-    fusion: Literal["dbsf", "rrf"] | None = Field(
+    fusion: Fusion | None = Field(
         None, description="Fusion of the spaces' candidates: dbsf (distribution-based score fusion) or rrf "
                           "(reciprocal rank, the one that takes weights); default MMRAG_RETRIEVE__FUSION (dbsf), "
                           "rrf when weights are given")
@@ -150,9 +151,9 @@ class SearchOptions(BaseModel):
     @field_validator("spaces")
     @classmethod
     def _a_page_space(cls, spaces: list[str] | None) -> list[str] | None:
-        if spaces is not None and not set(spaces) & set(PAGE_SPACES):
+        if spaces is not None and not set(spaces) & set(page_spaces()):
             raise ValueError(f"the document space ranks documents, not pages: name a page space too "
-                             f"({', '.join(PAGE_SPACES)})")
+                             f"({', '.join(page_spaces())})")
         return spaces
 
 

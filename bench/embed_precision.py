@@ -19,7 +19,7 @@ throughput, and the distance of each arm to what this CPU can compute.
     python -m bench.embed_precision [--pages 600] [--rounds 10] [--batch 32] [--threads 2]
         [--arms float32,bf16,int8,int8_u8u8]
 
-An arm is a precision (int8: with the kernels this CPU gets, ``mmrag.embed.cpu_kernels``) or
+An arm is a precision (int8: with the kernels this CPU gets, ``mmrag.cpu_kernels``) or
 ``int8_u8s8`` / ``int8_u8u8`` (those kernels forced). bf16 is refused on a CPU without native bfloat16.
 
 ends with ``RESULT cos_median_<arm>=.. cos_p1_<arm>=.. texts_per_s_<arm>=.. speedup_<arm>=..
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from bench._stats import Estimate, alternate, interval, machine_line, paired_ratios, result_line
+from mmrag.cpu_kernels import this_cpu
 from mmrag.embed.base import EmbedderOptions, load_embedder
-from mmrag.embed.cpu_kernels import this_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "corpus"

@@ -1,6 +1,6 @@
 """The int8 text model's kernels on a CPU without VNNI, run here by emulating one: cosine to float32 of
 the u8s8 kernels (ONNX Runtime's default) and the u8u8 kernels (``session.x64quantprecision``, what
-:mod:`mmrag.embed.cpu_kernels` chooses there), against this machine's own kernels.
+:mod:`mmrag.cpu_kernels` chooses there), against this machine's own kernels.
 
 ONNX Runtime picks its kernels from the ``cpuid`` instruction. ``qemu-x86_64 -cpu EPYC-Rome`` (Debian's
 ``qemu-user``) runs the same Python, ONNX Runtime and model file on an emulated AVX2-only AMD EPYC: no

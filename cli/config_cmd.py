@@ -24,7 +24,7 @@ def config(
     if settings.embed.service_url:
         typer.echo(f"text model kernels: chosen by the embedding service at {settings.embed.service_url} (its /health)")
     else:
-        from mmrag.embed.cpu_kernels import kernels_here
+        from mmrag.cpu_kernels import kernels_here
 
         chosen = kernels_here(settings.embed.text_precision, settings.embed.device)
         typer.echo(f"text model kernels on this CPU ({chosen.cpu}): {chosen.label}: {chosen.reason}")

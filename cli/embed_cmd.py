@@ -37,8 +37,8 @@ def embed_serve(
 
     from api.embed_server import create_embed_app
     from mmrag.config import load_settings, merge_settings
+    from mmrag.cpu_kernels import kernels_here
     from mmrag.embed.base import EmbedderOptions, register_backends
-    from mmrag.embed.cpu_kernels import kernels_here
     from mmrag.errors import InvalidInput
     from mmrag.hub import go_offline_if_unreachable
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from cli.commands import fail
 from cli.remote import open_backend
 from mmrag.errors import InvalidInput, MMRAGError
-from mmrag.types import SearchRequest
+from mmrag.types import FUSIONS, MAX_RRF_K, MAX_WEIGHT, SearchRequest
 
 
 def parse_pairs(items: list[str], what: str) -> dict[str, str]:
@@ -51,7 +51,8 @@ def search(
     query: Annotated[str, typer.Argument(help="Text query (may be empty with --image or --like-page)")] = "",
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Results, 1..max_top_k")] = 10,
     space: Annotated[list[str] | None, typer.Option("--space", help="Restrict to spaces (repeat)")] = None,
-    weight: Annotated[list[str] | None, typer.Option("--weight", help="RRF weight SPACE=W, 0..100 (repeat)")] = None,
+    weight: Annotated[list[str] | None,
+                      typer.Option("--weight", help=f"RRF weight SPACE=W, 0..{MAX_WEIGHT} (repeat)")] = None,
     image: Annotated[Path | None, typer.Option("--image", help="Image query file: pages like this")] = None,
     like_page: Annotated[str | None, typer.Option("--like-page", help="Page id whose image is the query")] = None,
     document: Annotated[list[str] | None, typer.Option("--document", help="Only this document id (repeat)")] = None,
@@ -59,8 +60,9 @@ def search(
     pages: Annotated[str | None, typer.Option("--pages", help="Page range, e.g. 3 or 2-5")] = None,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only kinds: page, image (repeat)")] = None,
     prefetch: Annotated[int | None, typer.Option("--prefetch", help="Candidates per space before fusion")] = None,
-    rrf_k: Annotated[int | None, typer.Option("--rrf-k", help="RRF constant, 1..1000")] = None,
-    fusion: Annotated[str | None, typer.Option("--fusion", help="dbsf or rrf (default dbsf; rrf with weights)")] = None,
+    rrf_k: Annotated[int | None, typer.Option("--rrf-k", help=f"RRF constant, 1..{MAX_RRF_K}")] = None,
+    fusion: Annotated[str | None,
+                      typer.Option("--fusion", help=f"{' or '.join(FUSIONS)} (default dbsf; rrf with weights)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Per-space ranks and scores")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list")] = False,
 ) -> None:

@@ -21,13 +21,18 @@ from mmrag.rest_client import Client
 from mmrag.types import SearchRequest
 
 if TYPE_CHECKING:
-    from mmrag.evaluate.targets import Answerer
     from mmrag.jobs.model import JobStatus
     from mmrag.pipeline import Pipeline
 
 Rejected = tuple[str, str, str]  # (filename, error code, message): refused before a job started
 IngestProgress = Callable[[int, int, str], None]
 """Called as ``(done, total, filename)`` as files are ingested."""
+
+
+class Answerer(Protocol):
+    """The answer service: returns ``{"answer", "mode", "citations": [{"filename", "page"}], "timings"}``."""
+
+    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]: ...
 
 
 class Backend(Protocol):

@@ -16,8 +16,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mmrag.embed.service_config import EmbedServiceConfig
+from mmrag.embed_service_config import EmbedServiceConfig
 from mmrag.errors import InvalidInput
+from mmrag.types import MAX_PREFETCH_LIMIT, MAX_TOP_K, Fusion
 from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
@@ -163,8 +164,8 @@ class EmbedConfig(BaseModel):
         """A ``bf16`` setting the in-process CPU cannot run natively is refused at start-up (why, and what to
         use); with ``service_url`` the service's machine decides."""
         if self.text_precision == "bf16" and not self.service_url:
+            from mmrag import cpu_kernels
             from mmrag.devices import resolve_device
-            from mmrag.embed import cpu_kernels
 
             try:
                 cpu_kernels.choose_text_kernels("bf16", cpu_kernels.this_cpu(), device=resolve_device(self.device))
@@ -214,17 +215,17 @@ class RankingConfig(BaseModel):
 class RetrieveConfig(BaseModel):
     """Defaults and bounds of search."""
 
-    default_top_k: int = Field(10, ge=1, le=1000)
+    default_top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     """Results returned when the request does not say."""
-    max_top_k: int = Field(100, ge=1, le=1000)
+    max_top_k: int = Field(100, ge=1, le=MAX_TOP_K)
     """Largest top_k a request may ask for."""
-    prefetch_limit: int = Field(100, ge=1, le=10_000)
+    prefetch_limit: int = Field(100, ge=1, le=MAX_PREFETCH_LIMIT)
     """Candidates each space contributes before fusion."""
-    max_prefetch_limit: int = Field(1000, ge=1, le=10_000)
+    max_prefetch_limit: int = Field(1000, ge=1, le=MAX_PREFETCH_LIMIT)
     """Largest per-request prefetch_limit."""
     rrf_k: int = Field(60, ge=1)
     """The k of reciprocal rank fusion."""
-    fusion: Literal["dbsf", "rrf"] = "dbsf"
+    fusion: Fusion = "dbsf"
     """How the spaces' candidates are fused: ``dbsf`` (Qdrant's distribution-based score fusion:
     scores normalised by mean +- 3 sd per space, then summed) or ``rrf`` (reciprocal rank). Requests
     with weights use RRF (Qdrant's DBSF takes no weights). On the shipped docling suite DBSF lifted

@@ -12,31 +12,28 @@ import functools
 import gc
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from mmrag.catalog import Catalog
 from mmrag.config import Settings
 from mmrag.corpora import Corpora
+from mmrag.cpu_kernels import kernels_here
 from mmrag.documents import Documents
-from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder, register_backends
-from mmrag.embed.cpu_kernels import kernels_here
+from mmrag.embed.base import Embedder, EmbedderOptions, check_spec, load_embedder, register_backends
 from mmrag.embed.lazy import LazyEmbedder, model_states, one_line
 from mmrag.errors import Conflict, MMRAGError
+from mmrag.generate.factory import check_vlm_backend
 from mmrag.hub import go_offline_if_unreachable
 from mmrag.jobs.blocking import BlockingIngest
-from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
-from mmrag.lazy_answers import Answers
-
-if TYPE_CHECKING:
-    from mmrag.evaluate.ranker_training import RankerTraining
-    from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.parse_pool import ParsePool
+from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.state import JobStore
 from mmrag.jobs.writer import JobWriter
+from mmrag.lazy_answers import Answers
 from mmrag.retrieve import Retriever
 from mmrag.spaces import Space
 from mmrag.spaces.registry import build_spaces
@@ -74,9 +71,6 @@ class DataDirLock:
             self._file = None
 
 
-_MODEL_OF = {"document": "text"}  # space -> the model it embeds with, where the names differ
-
-
 @dataclass
 class Pipeline:
     """Everything one process needs, wired by :func:`build_pipeline` (see docs/architecture.md)."""
@@ -95,8 +89,6 @@ class Pipeline:
     answers: Answers  # retrieval + VLM (or extractive) answers, built on first enable()
     unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
-    evaluations: EvaluationService = field(init=False)  # evaluation jobs over this process's parts (REST)
-    rankers: RankerTraining = field(init=False)  # corpora's own page rankers: training jobs and status (REST)
 
     # documents: every ingest is a job ---------------------------------------------------
     @functools.cached_property
@@ -156,21 +148,26 @@ class Pipeline:
         cannot be used, with a one-line reason (``unavailable``: the full reason)."""
         models = model_states(self.embedders)
         served = self.corpora.served_models()
-        state = {name: models.get(_MODEL_OF.get(name, name), {"model": None, "state": "loaded"})
-                 for name in self.spaces}
+        state = {name: models.get(self._model_of(name), {"model": None, "state": "loaded"}) for name in self.spaces}
         on = {name: info for name, info in state.items() if info["state"] != "failed"}
         pending = [name for name, info in on.items()
-                   if info["state"] == "not loaded" and _MODEL_OF.get(name, name) not in served]
+                   if info["state"] == "not loaded" and self._model_of(name) not in served]
         return {
             "spaces": on,
             "serving": [name for name in on if name not in pending],
             "pending": pending,
-            "off": {name: one_line(self.unavailable.get(_MODEL_OF.get(name, name), "its model failed"), 160)
+            "off": {name: one_line(self.unavailable.get(self._model_of(name), "its model failed"), 160)
                     for name in [*self.unavailable, *(n for n in state if n not in on)]},
             "unavailable": dict(self.unavailable),
             "store": "qdrant-server" if self.settings.store.url else f"embedded-{self.settings.store.engine}",
             "text_kernels": self.text_kernels(),
         }
+
+    def _model_of(self, name: str) -> str:
+        """The model a space embeds with (its class's ``embedder_name``; the document space: ``text``); a
+        name that is no space of this process (``vlm``, a space turned off) stands for itself."""
+        space = self.spaces.get(name)
+        return (space.embedder_name or name) if space is not None else name
 
     def text_kernels(self) -> dict[str, str]:
         """What the text model computes in, with which kernels, on which CPU and why (``/health``, ``mmrag
@@ -189,10 +186,8 @@ class Pipeline:
         return build_stage_context(self.settings, self.spaces)
 
     def close(self) -> None:
-        """Stop the job runner (work in flight resumes at the next start) and evaluations, then the stores."""
+        """Stop the job runner (work in flight resumes at the next start) and the answers, then the stores."""
         self.runner.stop()
-        self.evaluations.close()
-        self.rankers.close()
         self.answers.close()
         self.store.close()
         self.catalog.close()
@@ -225,7 +220,8 @@ def _lazy_model(space: str, spec: str, settings: Settings, unavailable: dict[str
 def build_embedders(settings: Settings) -> tuple[dict[str, Embedder], dict[str, str]]:
     """One lazily loading embedder per configured space (nothing loads here; see mmrag.embed.lazy),
     and the spaces turned off by configuration. The text space's model is required: the corpora
-    use it, and its failure is raised to whoever needs it."""
+    use it, and its failure is raised to whoever needs it. A spec whose backend is not registered is refused
+    here (with an embedding service, the service's registry decides)."""
     register_backends(settings.embed.backends)
     unavailable: dict[str, str] = {}
     embedders: dict[str, Embedder] = {}
@@ -233,6 +229,8 @@ def build_embedders(settings: Settings) -> tuple[dict[str, Embedder], dict[str, 
              "colpali": settings.embed.colpali_model}
     for space, spec in specs.items():
         if spec:
+            if not settings.embed.service_url:
+                check_spec(spec, f"MMRAG_EMBED__{space.upper()}_MODEL")
             embedders[space] = _lazy_model(space, spec, settings, unavailable)
         else:
             unavailable[space] = "disabled in configuration"
@@ -247,6 +245,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     ``runner`` builds the job runner (default: the embedded :class:`~mmrag.jobs.runner.LocalRunner`;
     the API passes the Celery one when a broker is configured). With ``run_jobs`` the runner starts
     now (and resumes unfinished jobs); without, this process only reads jobs or applies writes."""
+    check_vlm_backend(settings.vlm)
     data_dir = settings.data_dir
     owner = DataDirLock(data_dir) if lock and not settings.store.url else None
     try:
@@ -269,28 +268,9 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
                       settings.retrieve.max_query_chars)
     pipeline = Pipeline(settings, catalog, store, embedders, spaces, retriever, jobs, writer, job_runner,
                         corpora, Documents(catalog), answers, unavailable, owner)
-    pipeline.evaluations = build_evaluations(pipeline)
-    pipeline.rankers = build_rankers(retriever)
     if run_jobs:
         job_runner.start()
     return pipeline
-
-
-def build_evaluations(pipeline: Pipeline) -> EvaluationService:
-    """The evaluation jobs of the REST API, run in this process: its corpora, ingestion, search, answers."""
-    from mmrag.backends import LocalBackend
-    from mmrag.evaluate.service import EvaluationService
-
-    settings = pipeline.settings
-    return EvaluationService(LocalBackend(pipeline, pipeline.answers), settings.data_dir / "evaluations",
-                             settings.eval_suites_dir)
-
-
-def build_rankers(retriever: Retriever) -> RankerTraining:
-    """Training jobs of corpora's own page rankers (REST), over this process's retriever."""
-    from mmrag.evaluate.ranker_training import RankerTraining
-
-    return RankerTraining(retriever)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:

@@ -184,5 +184,3 @@ class Client:
     def evaluation(self, evaluation_id: str) -> Json:
         return dict(self.call("GET", f"/evaluations/{evaluation_id}"))
 
-    def evaluation_report(self, evaluation_id: str) -> Json:
-        return dict(self.call("GET", f"/evaluations/{evaluation_id}/report"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 BBox = tuple[float, float, float, float]
 
@@ -165,6 +165,17 @@ class Evidence:
                 "page": self.page, "page_id": self.page_id, "score": self.score, "snippet": self.snippet,
                 "boxes": [list(b) for b in self.boxes], "scores": dict(self.scores), "ranks": dict(self.ranks),
                 "metadata": dict(self.metadata), "section": list(self.section)}
+
+
+Fusion = Literal["dbsf", "rrf"]
+"""How a search fuses its spaces' candidates: distribution-based score fusion, or (weighted) reciprocal rank."""
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+MAX_TOP_K = 1000  # no search returns more results (``retrieve.max_top_k`` may lower it)
+MAX_PREFETCH_LIMIT = 10_000  # no space contributes more candidates (``retrieve.max_prefetch_limit`` may lower it)
+MAX_RRF_K = 1000  # a search's RRF constant: 1..MAX_RRF_K
+MAX_WEIGHT = 100  # a space's RRF weight in a search: 0..MAX_WEIGHT
+# The bounds of a search, declared once: the REST types (api/schemas.py, hence the OpenAPI), the CLI's help and
+# the retriever's own check (Retriever.validate, for in-process callers) read them from here.
 
 
 @dataclass(slots=True)

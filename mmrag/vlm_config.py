@@ -16,7 +16,7 @@ MiB = 1024 * 1024
 class VLMConfig(BaseModel):
     """Which vision-language model answers, where it runs, and what it may cost."""
 
-    backend: Literal["transformers", "vllm", "none"] = "transformers"
+    backend: str = Field("transformers", min_length=1)  # a registered one (mmrag.generate.factory), checked at start-up
     """``transformers``: in-process (embedded default); ``vllm``: an external OpenAI-compatible
     vLLM server at ``vllm_url``; ``none``: no VLM, answers are extractive text."""
     model: str = "Qwen/Qwen2.5-VL-3B-Instruct"

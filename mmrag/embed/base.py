@@ -9,14 +9,14 @@ Spec strings select a backend by prefix: ``st:``, ``open_clip:``, ``hf:``,
 ``colpali:``, ... :data:`BACKENDS` maps each built-in prefix to the dotted path of its
 factory, imported on first use (so importing this module loads no backend and nothing
 registers itself at import). Extensions and tests add prefixes with
-:func:`register_embedder` (a factory or a dotted path), or through the
-``embed.backends`` setting, which the composition root passes to :func:`register_backends`.
+:func:`register_embedder` (a factory or a dotted path), through the
+``embed.backends`` setting, which the composition root passes to :func:`register_backends`, or
+as a package's entry points of the group ``mmrag.embedders`` (:mod:`mmrag.registry`).
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -26,6 +26,7 @@ from PIL import Image
 
 from mmrag.config import TextPrecision
 from mmrag.errors import InvalidInput, NotFound
+from mmrag.registry import Registry
 from mmrag.types import Modality
 
 Item = str | Image.Image
@@ -97,7 +98,7 @@ class EmbedderOptions:
     device: str = "cpu"  # auto (cuda if available), cpu, cuda:1, ...: resolved by mmrag.devices
     dtype: str = "auto"  # auto: fp32 on CPU, bf16 on GPU (fp16 where bf16 is unsupported)
     text_precision: str = "float32"  # st: text models: auto (by the CPU), float32, int8 (ONNX Runtime, CPU), bf16
-    int8_kernels: str = "auto"  # int8 kernels: auto (by the CPU: mmrag.embed.cpu_kernels), u8s8, u8u8 (forced)
+    int8_kernels: str = "auto"  # int8 kernels: auto (by the CPU: mmrag.cpu_kernels), u8s8, u8u8 (forced)
     cache_dir: str | None = None  # where derived model files go (the int8 export); None: $XDG_CACHE_HOME/mmrag
 
 
@@ -112,7 +113,8 @@ BACKENDS: dict[str, str] = {
 }
 """Built-in backends: spec prefix -> ``module:attribute`` of a :data:`Factory`."""
 
-_registry: dict[str, str | Factory] = dict(BACKENDS)
+EMBEDDERS: Registry[Factory] = Registry("embedder backend", BACKENDS, "mmrag.embedders")
+"""The registry of spec prefixes (third-party packages: entry points of the group ``mmrag.embedders``)."""
 
 
 def register_embedder(prefix: str, factory: str | Factory) -> None:
@@ -120,7 +122,7 @@ def register_embedder(prefix: str, factory: str | Factory) -> None:
     imported when the first such spec is loaded. Replaces an earlier entry of the prefix."""
     if not prefix or ":" in prefix:
         raise InvalidInput(f"embedder prefix {prefix!r} must be non-empty and contain no ':'")
-    _registry[prefix] = factory
+    EMBEDDERS.register(prefix, factory)
 
 
 def register_backends(backends: Mapping[str, str]) -> None:
@@ -130,7 +132,7 @@ def register_backends(backends: Mapping[str, str]) -> None:
 
 
 def registered_prefixes() -> list[str]:
-    return sorted(_registry)
+    return sorted(EMBEDDERS.names())
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -141,24 +143,17 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return prefix, name
 
 
-def _import_factory(path: str) -> Factory:
-    module, sep, attr = path.partition(":")
-    if not sep or not module or not attr:
-        raise InvalidInput(f"embedder backend path {path!r} must look like 'package.module:attribute'")
-    factory: Factory = getattr(importlib.import_module(module), attr)
-    return factory
+def check_spec(spec: str, setting: str) -> None:
+    """Refuse (start-up) a ``setting`` whose spec names no registered backend, listing those that are."""
+    EMBEDDERS.check(parse_spec(spec)[0], f"{setting}={spec!r}")
 
 
 def factory_for(prefix: str, spec: str = "") -> Factory:
     """The factory of a prefix, importing its module the first time. Unknown prefixes raise NotFound."""
-    entry = _registry.get(prefix)
-    if entry is None:
+    if prefix not in EMBEDDERS.names():
         known = ", ".join(registered_prefixes())
         raise NotFound(f"unknown embedder backend {prefix!r} in {spec or prefix!r}; known: {known}")
-    if isinstance(entry, str):
-        entry = _import_factory(entry)
-        _registry[prefix] = entry
-    return entry
+    return EMBEDDERS.get(prefix)
 
 
 def load_embedder(spec: str, options: EmbedderOptions | None = None) -> Embedder:

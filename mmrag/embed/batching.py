@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from mmrag.embed.base import Embedder, Item, Kind
-from mmrag.embed.service_config import BatchingConfig
 from mmrag.embed.threads import ThreadPicker, candidates, set_torch_threads
+from mmrag.embed_service_config import BatchingConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 
 BucketFn = Callable[[Item], Hashable]

@@ -1,6 +1,6 @@
 """The int8 text encoder: a sentence-transformers model's transformer exported to ONNX here and
 quantised with ONNX Runtime's dynamic int8 (weights int8 per output channel, activations uint8 per
-batch), run by an ONNX Runtime session on the CPU with the kernels :mod:`mmrag.embed.cpu_kernels` chose
+batch), run by an ONNX Runtime session on the CPU with the kernels :mod:`mmrag.cpu_kernels` chose
 for this processor (VNNI: u8s8; x86 without VNNI: u8u8 through ``session.x64quantprecision``, since the
 u8s8 kernels there sum in saturating 16 bits).
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from mmrag.embed.cpu_kernels import TextKernels
+from mmrag.cpu_kernels import TextKernels
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""Pure numpy maths over multi-vector embeddings: MaxSim, token pooling, prefetch vectors,
-binary quantisation and the index size they cost.
+"""Pure numpy maths over multi-vector embeddings: token pooling, prefetch vectors, binary quantisation and the
+index size they cost (MaxSim itself is the store's: a multi-vector query).
 
 Shapes: a multi-vector is ``(n_tokens, dim)`` float32 with L2-normalised rows; a query
 is ``(n_query_tokens, dim)``. Nothing here touches torch or a model.
@@ -20,16 +20,6 @@ def l2_normalise(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Rows divided by their L2 norm (zero rows stay zero)."""
     norms = np.linalg.norm(x, axis=axis, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
-
-
-def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
-    """Late-interaction score: sum over query rows of the best dot product with a doc row."""
-    return float((query @ doc.T).max(axis=1).sum())  # (nq, nd) -> (nq,) -> scalar
-
-
-def maxsim_matrix(queries: list[np.ndarray], docs: list[np.ndarray]) -> np.ndarray:
-    """``(n_queries, n_docs)`` MaxSim scores."""
-    return np.array([[maxsim(q, d) for d in docs] for q in queries], dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +61,6 @@ def prefetch_vector(embedding: np.ndarray) -> np.ndarray:
 def binary_quantise(embedding: np.ndarray) -> np.ndarray:
     """Sign bits packed 8 per byte: ``(n_tokens, dim)`` float -> ``(n_tokens, ceil(dim/8))`` uint8."""
     return np.packbits(embedding > 0, axis=-1)
-
-
-def binary_maxsim(query: np.ndarray, doc_bits: np.ndarray, dim: int) -> float:
-    """MaxSim of a float query against binary doc rows, with each doc row read as ±1/sqrt(dim)."""
-    signs = np.unpackbits(doc_bits, axis=-1, count=dim).astype(np.float32) * 2.0 - 1.0
-    return maxsim(query, signs / np.sqrt(dim))
 
 
 Representation = Literal["float32", "float16", "binary"]

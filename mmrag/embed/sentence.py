@@ -12,7 +12,7 @@ while a batch computes, and ``encode``'s per-call sorting and conversions are le
 vectors equal ``encode(..., normalize_embeddings=True)``'s up to float rounding (tested).
 
 Precision (``EmbedderOptions.text_precision``, the ``embed.text_precision`` setting): ``auto``, chosen
-by the CPU (:mod:`mmrag.embed.cpu_kernels`, which also picks the int8 kernels); ``float32``;
+by the CPU (:mod:`mmrag.cpu_kernels`, which also picks the int8 kernels); ``float32``;
 ``bf16``, the same weights under ``torch.autocast`` (bfloat16 matmuls: AVX-512 BF16 on CPU); ``int8``,
 the transformer exported and quantised by :mod:`mmrag.embed.onnx_int8` and run by ONNX Runtime on
 the CPU, with the model's own pooling and normalisation after it. Documents and queries go through
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from mmrag.cpu_kernels import TextKernels, choose_text_kernels, this_cpu
 from mmrag.devices import resolve_device
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
-from mmrag.embed.cpu_kernels import TextKernels, choose_text_kernels, this_cpu
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 

@@ -16,8 +16,8 @@ import numpy as np
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, load_embedder
 from mmrag.embed.batching import DynamicBatcher
 from mmrag.embed.lazy import LOAD_ERRORS, one_line
-from mmrag.embed.service_config import BatchingConfig, InputLimits
 from mmrag.embed.wire import check_text
+from mmrag.embed_service_config import BatchingConfig, InputLimits
 from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge, Unavailable
 from mmrag.imaging import decode_image
 from mmrag.types import Modality

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from mmrag.backends import Answerer
 from mmrag.jobs.model import JobStatus
 from mmrag.types import DocumentInfo, SearchRequest, SearchResult
 
@@ -41,10 +42,7 @@ class SearchPipeline(Protocol):
     def search(self, corpus: str, request: SearchRequest) -> SearchResult: ...
 
 
-class Answerer(Protocol):
-    """The answer service: returns ``{"answer", "mode", "citations": [{"filename", "page"}], "timings"}``."""
-
-    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]: ...
+__all__ = ["AnswerOutcome", "Answerer", "CorpusMaker", "FileIngest", "Hit", "SearchOutcome", "SearchPipeline"]
 
 
 @dataclass(slots=True)

@@ -8,12 +8,12 @@ imported when first built, as embedders are by spec prefix (``embed/base.py``) a
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from mmrag.errors import InvalidInput, NotFound
 from mmrag.generate.base import VLMBackend
 from mmrag.generate.engine import VLMEngine
+from mmrag.registry import Registry
 from mmrag.vlm_config import VLMConfig
 
 BackendFactory = Callable[[VLMConfig], VLMBackend]
@@ -24,28 +24,27 @@ VLM_BACKENDS: dict[str, str] = {
 }
 """Built-in backends: name -> ``module:attribute`` (a dotted attribute path) of a factory."""
 
-_registry: dict[str, str | BackendFactory] = dict(VLM_BACKENDS)
+VLM_REGISTRY: Registry[BackendFactory] = Registry("VLM backend", VLM_BACKENDS, "mmrag.vlm_backends")
+"""The registry of VLM backends (third-party packages: entry points of the group ``mmrag.vlm_backends``)."""
 
 
 def register_vlm_backend(name: str, factory: str | BackendFactory) -> None:
     """Serve ``VLMConfig.backend == name`` with ``factory`` (a callable or its ``module:attribute`` path)."""
     if not name or name == "none":
         raise InvalidInput(f"a VLM backend name must be non-empty and not 'none', got {name!r}")
-    _registry[name] = factory
+    VLM_REGISTRY.register(name, factory)
+
+
+def check_vlm_backend(config: VLMConfig) -> None:
+    """Refuse (start-up) a ``vlm.backend`` setting that names no registered backend, listing those that are."""
+    if config.backend != "none":
+        VLM_REGISTRY.check(config.backend, f"MMRAG_VLM__BACKEND={config.backend!r} (or 'none')")
 
 
 def _factory(name: str) -> BackendFactory:
-    entry = _registry.get(name)
-    if entry is None:
-        raise NotFound(f"unknown VLM backend {name!r}; known: {', '.join(sorted(_registry))}, none")
-    if isinstance(entry, str):
-        module, _, path = entry.partition(":")
-        target: object = importlib.import_module(module)
-        for attr in path.split("."):
-            target = getattr(target, attr)
-        assert callable(target), entry
-        entry = _registry[name] = target  # type: ignore[assignment]
-    return entry
+    if name not in VLM_REGISTRY.names():
+        raise NotFound(f"unknown VLM backend {name!r}; known: {', '.join(sorted(VLM_REGISTRY.names()))}, none")
+    return VLM_REGISTRY.get(name)
 
 
 def build_backend(config: VLMConfig) -> VLMBackend | None:

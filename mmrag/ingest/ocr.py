@@ -25,10 +25,6 @@ from mmrag.errors import Unavailable
 from mmrag.types import Word
 
 
-def tesseract_available() -> bool:
-    return shutil.which("tesseract") is not None
-
-
 def _tesseract(img: Image.Image, args: list[str], timeout_s: float) -> subprocess.CompletedProcess[bytes]:
     exe = shutil.which("tesseract")
     if exe is None:

@@ -93,12 +93,6 @@ class ParseResult:
     sections: SectionState | None  # where the section reading stood after the last page (the next batch's start)
 
 
-def parse_pdf(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
-              images: bool = True, on_page: Callable[[int], None] | None = None) -> list[Page]:
-    """:func:`parse_pdf_batch`'s pages (a whole document, or a batch read without an earlier batch's state)."""
-    return parse_pdf_batch(data, doc_id, config, first, last, images, on_page).pages
-
-
 def parse_pdf_batch(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
                     images: bool = True, on_page: Callable[[int], None] | None = None,
                     carried: SectionState | None = None) -> ParseResult:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import io
 import json
 from typing import Any
@@ -35,6 +34,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from mmrag.errors import MMRAGError
+from mmrag.registry import resolve
 
 _COLUMNS = 16  # lists of at least this many dataclasses of one kind are stored by column
 
@@ -124,9 +124,7 @@ def _resolve(name: str) -> type:
     module, _, qualname = name.partition(":")
     if not module.startswith("mmrag.") or not qualname:
         raise SpoolFormatError(f"the spool names {name!r}, which is not an mmrag type")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
+    obj = resolve(name)
     if not isinstance(obj, type) or not (dataclasses.is_dataclass(obj) or issubclass(obj, enum.Enum | BaseModel)):
         raise SpoolFormatError(f"the spool names {name!r}, which is not a dataclass, enum or model")
     return obj

@@ -232,8 +232,3 @@ class DocumentsCache:
         with self._lock:
             self._cache[corpus] = (signature, value)
         return value
-
-    def forget(self, corpus: str) -> None:
-        """Drop a corpus's entry (its documents' facts were rewritten in place)."""
-        with self._lock:
-            self._cache.pop(corpus, None)

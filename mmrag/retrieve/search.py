@@ -31,7 +31,7 @@ from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore, check_field_name
-from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
+from mmrag.types import FUSIONS, MAX_RRF_K, MAX_WEIGHT, Evidence, EvidenceKind, SearchRequest, SearchResult
 
 log = logging.getLogger(__name__)
 RANKER_FILE = "page_ranker.txt"  # a corpus's own ranker, in its folder (mmrag rank train --corpus)
@@ -100,8 +100,8 @@ class Retriever:
                                f"{available}", detail={"reason": "space_not_in_corpus", "available": available})
             if name not in wanted:
                 raise InvalidInput(f"weight given for space {name!r}, which the request does not use ({wanted})")
-            if not 0 <= weight <= 100:
-                raise InvalidInput(f"weight of {name!r} must be between 0 and 100, got {weight}")
+            if not 0 <= weight <= MAX_WEIGHT:
+                raise InvalidInput(f"weight of {name!r} must be between 0 and {MAX_WEIGHT}, got {weight}")
         return list(wanted)
 
     def _validate_filters(self, request: SearchRequest) -> None:
@@ -111,12 +111,12 @@ class Retriever:
                                f"{self.config.max_prefetch_limit}, got {limit}")
         for key in request.metadata:
             check_field_name(key, "metadata filter key")
-        if request.fusion not in (None, "rrf", "dbsf"):
-            raise InvalidInput(f"fusion must be 'rrf' or 'dbsf', got {request.fusion!r}")
+        if request.fusion is not None and request.fusion not in FUSIONS:
+            raise InvalidInput(f"fusion must be one of {', '.join(FUSIONS)}, got {request.fusion!r}")
         if request.fusion == "dbsf" and any(w != 1.0 for w in (request.weights or {}).values()):
             raise InvalidInput("weights apply to fusion 'rrf' only (Qdrant's DBSF takes no weights)")
-        if request.rrf_k is not None and not 1 <= request.rrf_k <= 1000:
-            raise InvalidInput(f"rrf_k must be between 1 and 1000, got {request.rrf_k}")
+        if request.rrf_k is not None and not 1 <= request.rrf_k <= MAX_RRF_K:
+            raise InvalidInput(f"rrf_k must be between 1 and {MAX_RRF_K}, got {request.rrf_k}")
         if request.pages is not None:
             first, last = request.pages
             if not 1 <= first <= last:

@@ -9,11 +9,11 @@ space whose embedder is loaded.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mmrag.errors import InvalidInput, NotFound
+from mmrag.errors import InvalidInput
+from mmrag.registry import Registry
 
 if TYPE_CHECKING:
     from mmrag.embed.base import Embedder
@@ -28,7 +28,9 @@ SPACE_TYPES: dict[str, str] = {
 }
 """Built-in spaces: name -> ``module:Class``."""
 
-_registry: dict[str, str | type[Space]] = dict(SPACE_TYPES)
+SPACES: Registry[type[Space]] = Registry("space", SPACE_TYPES, "mmrag.spaces",
+                                         check=lambda entry: isinstance(entry, type))
+"""The registry of spaces (third-party packages: entry points of the group ``mmrag.spaces``)."""
 
 
 def register_space(name: str, space: str | type[Space]) -> None:
@@ -36,32 +38,36 @@ def register_space(name: str, space: str | type[Space]) -> None:
     Replaces an earlier entry of the name."""
     if not name:
         raise InvalidInput("a space name must be non-empty")
-    _registry[name] = space
+    SPACES.register(name, space)
 
 
 def space_names() -> tuple[str, ...]:
-    """Every registered space, in registration order (the built-ins first)."""
-    return tuple(_registry)
+    """Every registered space, in registration order (the built-ins first, then the entry points)."""
+    return tuple(SPACES.names())
+
+
+def page_spaces() -> tuple[str, ...]:
+    """The registered spaces that rank pages (not a ``document_level`` one, which rescores documents)."""
+    return tuple(name for name in space_names() if not space_type(name).document_level)
+
+
+def check_space_name(name: str) -> str:
+    """``name`` if a space of that name is registered; else ValueError listing those that are (request types)."""
+    if name not in space_names():
+        raise ValueError(f"unknown space {name!r}; registered: {', '.join(space_names())}")
+    return name
 
 
 def space_type(name: str) -> type[Space]:
     """The class of a registered space, importing its module the first time; NotFound names the known ones."""
-    entry = _registry.get(name)
-    if entry is None:
-        raise NotFound(f"unknown space {name!r}; known: {', '.join(_registry)}")
-    if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attr)
-        assert isinstance(entry, type)
-        _registry[name] = entry
-    return entry
+    return SPACES.get(name)
 
 
 def build_spaces(embedders: Mapping[str, Embedder]) -> dict[str, Space]:
     """Every registered space whose embedder is loaded; building them loads no model (lazy embedders load
     on first use)."""
     spaces: dict[str, Space] = {}
-    for name in _registry:
+    for name in SPACES.names():
         space = space_type(name).build(embedders)
         if space is not None:
             spaces[name] = space

@@ -166,7 +166,7 @@ def world(minilm, tmp_path_factory) -> Iterator[dict]:
             r = client.post("/evaluations", json={"suite": "tiny"}, headers=admin)
             assert r.status_code == 202 and r.json()["corpus"] == "bee", r.text
             ids[run] = r.json()["id"]
-        service = client.app.state.pipeline.evaluations
+        service = client.app.state.evaluations
         deadline = time.time() + 120
         while any(service.get(ids[run]).state in ("queued", "running") for run in ("bee-eval", "bee-eval2")):
             assert time.time() < deadline, "the evaluations did not finish"

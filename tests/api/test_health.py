@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from mmrag.embed.cpu_kernels import choose_text_kernels, this_cpu
+from mmrag.cpu_kernels import choose_text_kernels, this_cpu
 from tests.conftest import make_settings
 
 

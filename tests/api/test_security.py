@@ -106,7 +106,7 @@ def keyed(minilm, tmp_path_factory) -> Iterator[dict]:
         assert client.post("/corpora", json={"name": "docs", "config": {"spaces": ["bm25", "text"]}},
                            headers=admin).status_code == 201
         yield {"client": client, "admin": admin, "settings": settings}
-        service = pipeline.evaluations
+        service = client.app.state.evaluations
         deadline = time.time() + 120
         while any(j.state in ("queued", "running") for j in service.list()) and time.time() < deadline:
             time.sleep(0.2)

@@ -13,7 +13,7 @@ from PIL import Image
 
 from mmrag.embed.base import Embedder, Item, Kind
 from mmrag.embed.batching import DynamicBatcher, modality_bucket, shape_bucket
-from mmrag.embed.service_config import BatchingConfig
+from mmrag.embed_service_config import BatchingConfig
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.types import Modality
 

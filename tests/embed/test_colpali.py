@@ -14,7 +14,7 @@ from PIL import Image
 
 from mmrag.embed.base import Embedder, EmbedderOptions, load_embedder
 from mmrag.embed.colpali_backend import choose_architecture
-from mmrag.embed.pooling import hierarchical_pool, maxsim_matrix, prefetch_vector
+from mmrag.embed.pooling import hierarchical_pool, prefetch_vector
 from mmrag.errors import Unavailable
 
 QUERIES = ["What is the revenue in 2023?", "pipeline diagram"]
@@ -84,7 +84,8 @@ def test_maxsim_equals_independent_computation(which: str, multivector_specs: di
     spec = multivector_specs[which]
     emb = load(spec)
     ref_q, ref_d, proc = reference(spec, images)
-    ours = maxsim_matrix(emb.embed_batch(QUERIES, "query"), emb.embed_batch(images, "document"))
+    docs = emb.embed_batch(images, "document")
+    ours = np.array([[float((q @ d.T).max(axis=1).sum()) for d in docs] for q in emb.embed_batch(QUERIES, "query")])
     expected = np.array([[float((q @ d.T).max(dim=1).values.sum()) for d in ref_d] for q in ref_q])
     assert ours.shape == (2, 3)
     np.testing.assert_allclose(ours, expected, atol=1e-3)

@@ -1,4 +1,4 @@
-"""The kernel choice by CPU (mmrag.embed.cpu_kernels) on faked feature flags: every kind of processor a
+"""The kernel choice by CPU (mmrag.cpu_kernels) on faked feature flags: every kind of processor a
 user may have, the refusal of bf16 where it would be emulated, and where the choice shows."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from mmrag import cpu_kernels
 from mmrag.config import EmbedConfig
-from mmrag.embed import cpu_kernels
-from mmrag.embed.cpu_kernels import U8U8_SESSION_ENTRY, CpuFeatures, choose_text_kernels, parse_cpuinfo
+from mmrag.cpu_kernels import U8U8_SESSION_ENTRY, CpuFeatures, choose_text_kernels, parse_cpuinfo
 from mmrag.errors import InvalidInput
 
 BASE_X86 = {"fpu", "sse4_1", "sse4_2", "avx", "fma"}

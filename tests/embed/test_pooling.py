@@ -1,4 +1,4 @@
-"""Pooling, MaxSim and quantisation maths against independent computations."""
+"""Pooling and quantisation maths against independent computations."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ import torch
 from colpali_engine.compression.token_pooling import HierarchicalTokenPooler
 
 from mmrag.embed.pooling import (
-    binary_maxsim,
     binary_quantise,
     bytes_per_page,
     hierarchical_pool,
     l2_normalise,
-    maxsim,
-    maxsim_matrix,
     prefetch_vector,
 )
 from mmrag.errors import InvalidInput
@@ -22,14 +19,6 @@ from mmrag.errors import InvalidInput
 
 def unit_rows(n: int, dim: int, seed: int) -> np.ndarray:
     return l2_normalise(np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32))
-
-
-def test_maxsim_matches_brute_force_loops() -> None:
-    q, d = unit_rows(5, 16, 0), unit_rows(40, 16, 1)
-    expected = sum(max(float(np.dot(qi, dj)) for dj in d) for qi in q)
-    assert maxsim(q, d) == pytest.approx(expected, abs=1e-5)
-    m = maxsim_matrix([q, q[:2]], [d, d[:3]])
-    assert m.shape == (2, 2) and m[1, 1] == pytest.approx(maxsim(q[:2], d[:3]), abs=1e-6)
 
 
 @pytest.mark.parametrize("factor", [2, 3])
@@ -73,15 +62,12 @@ def test_prefetch_vector_is_normalised_mean() -> None:
     np.testing.assert_allclose(v, x.mean(0) / np.linalg.norm(x.mean(0)), atol=1e-6)
 
 
-def test_binary_quantisation_and_scores() -> None:
+def test_binary_quantisation() -> None:
     x = unit_rows(12, 128, 6)
     bits = binary_quantise(x)
     assert bits.shape == (12, 16) and bits.dtype == np.uint8
     signs = np.unpackbits(bits, axis=1).astype(bool)
     np.testing.assert_array_equal(signs, x > 0)
-    q = x[:3]
-    # a document scored against its own sign bits beats an unrelated one
-    assert binary_maxsim(q, bits, 128) > binary_maxsim(q, binary_quantise(unit_rows(12, 128, 7)), 128)
 
 
 def test_bytes_per_page() -> None:

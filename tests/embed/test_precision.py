@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from mmrag.config import EmbedConfig, Settings
+from mmrag.cpu_kernels import choose_text_kernels, this_cpu
 from mmrag.embed.base import EmbedderOptions, load_embedder
-from mmrag.embed.cpu_kernels import choose_text_kernels, this_cpu
 from mmrag.embed.sentence import SentenceEmbedder, resolve_sentence_model
 from mmrag.errors import InvalidInput
 from mmrag.pipeline import build_embedders

@@ -13,10 +13,10 @@ from tests.fixtures import fake_embedders
 
 @pytest.fixture()
 def restore_registry():
-    saved = dict(base._registry)
+    saved = dict(base.EMBEDDERS.entries)
     yield
-    base._registry.clear()
-    base._registry.update(saved)
+    base.EMBEDDERS.entries.clear()
+    base.EMBEDDERS.entries.update(saved)
 
 
 def test_production_table_holds_the_built_ins_only() -> None:
@@ -31,9 +31,9 @@ def test_fakes_come_from_the_tests_registration() -> None:
 
 def test_a_dotted_path_is_imported_on_first_use(restore_registry: None) -> None:
     register_embedder("probe", "tests.fixtures.fake_embedders:dense")
-    assert base._registry["probe"] == "tests.fixtures.fake_embedders:dense"  # not imported yet
+    assert base.EMBEDDERS.entries["probe"] == "tests.fixtures.fake_embedders:dense"  # not imported yet
     assert load_embedder("probe:3").dim == 3
-    assert base._registry["probe"] is fake_embedders.dense  # imported once, kept
+    assert base.EMBEDDERS.entries["probe"] is fake_embedders.dense  # imported once, kept
 
 
 def test_a_callable_factory_registers_too(restore_registry: None) -> None:

@@ -17,8 +17,8 @@ from PIL import Image
 from api.embed_server import create_embed_app
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind, register_embedder
 from mmrag.embed.service_client import RemoteEmbedder, png_bytes
-from mmrag.embed.service_config import BatchingConfig, InputLimits
 from mmrag.embed.wire import CONTENT_TYPE, decode_vectors
+from mmrag.embed_service_config import BatchingConfig, InputLimits
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 from tests.embed.conftest import ServerThread, free_port, random_image

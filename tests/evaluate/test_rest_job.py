@@ -49,8 +49,8 @@ def test_evaluation_job_over_rest(suite_dir, settings, minilm):
             assert (settings.data_dir / "catalog.sqlite3").exists()  # the file it asked for is really there
             for name in ("../../catalog.sqlite3", "/etc/passwd", "plots/../../../jobs.sqlite3"):
                 with pytest.raises(NotFound, match="has no artefact"):
-                    pipeline.evaluations.artefact(job_id, name)
-            assert pipeline.evaluations.artefact(job_id, "report.md").name == "report.md"
+                    client.app.state.evaluations.artefact(job_id, name)
+            assert client.app.state.evaluations.artefact(job_id, "report.md").name == "report.md"
             assert client.get("/evaluations/deadbeef/report").status_code == 404
             answer = client.post("/corpora/eval-tiny/answer", json={"question": "When was the typewriter patented?",
                                                                 "stream": False})
@@ -78,8 +78,8 @@ def test_compare_two_runs_over_rest_matches_the_cli_comparison(suite_dir, settin
             r = client.post(f"/evaluations/{ids[1]}/compare", json={"baseline": ids[0]})
             assert r.status_code == 200, r.text
             got = r.json()
-            cli = compare_runs(pipeline.evaluations.out_dir(ids[0]), pipeline.evaluations.out_dir(ids[1]),
-                               tmp_path / "cmp", plots=False)
+            service = client.app.state.evaluations
+            cli = compare_runs(service.out_dir(ids[0]), service.out_dir(ids[1]), tmp_path / "cmp", plots=False)
             assert got["metrics"] == cli["metrics"] and got["paired_items"] == cli["paired_items"] > 0
             assert [got["a"]["id"], got["b"]["id"]] == ids and str(settings.data_dir) not in r.text
             assert [got["a"]["label"], got["b"]["label"]] == ["tiny (bm25)", "tiny:dense (text)"]

@@ -17,9 +17,9 @@ def test_built_in_backends_resolve_by_name_and_none_builds_none() -> None:
 
 
 def test_a_registered_backend_serves_its_name() -> None:
-    built = factory._registry["transformers"]
+    built = factory.VLM_REGISTRY.entries["transformers"]
     factory.register_vlm_backend("transformers", lambda config: WaitingBackend())
     try:
         assert isinstance(factory.build_backend(VLMConfig(backend="transformers")), WaitingBackend)
     finally:
-        factory._registry["transformers"] = built
+        factory.VLM_REGISTRY.entries["transformers"] = built

@@ -8,7 +8,7 @@ import pytest
 
 from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.ingest.page_context import section_paths
-from mmrag.ingest.parse import parse_pdf
+from mmrag.ingest.parse import parse_pdf_batch
 from mmrag.jobs.embedding import embed_pages
 from mmrag.types import Document, SearchRequest
 
@@ -87,7 +87,7 @@ def continued_table_pdf() -> bytes:
 
 
 def test_outline_gives_the_deepest_entries_in_force():
-    pages = parse_pdf(outline_pdf(), DOC_ID, CFG)
+    pages = parse_pdf_batch(outline_pdf(), DOC_ID, CFG).pages
     assert [p.context for p in pages] == [
         ["Part I"], ["Part I", "Item 2. Management's Discussion"],
         ["Part I", "Item 2. Management's Discussion", "Liquidity"],
@@ -95,7 +95,7 @@ def test_outline_gives_the_deepest_entries_in_force():
 
 
 def test_headings_from_type_size_and_bold_carry_over_until_the_next():
-    pages = parse_pdf(headings_pdf(), DOC_ID, CFG)
+    pages = parse_pdf_batch(headings_pdf(), DOC_ID, CFG).pages
     assert [p.context for p in pages] == [
         ["Chapter 1 Getting Started", "Installing the package"],
         ["Chapter 1 Getting Started", "Installing the package"],
@@ -106,9 +106,9 @@ def test_headings_from_type_size_and_bold_carry_over_until_the_next():
 @pytest.mark.parametrize("make", [outline_pdf, headings_pdf, continued_table_pdf])
 def test_a_batch_starting_mid_document_gets_the_whole_parse_context(make):
     data = make()
-    whole = parse_pdf(data, DOC_ID, CFG)
+    whole = parse_pdf_batch(data, DOC_ID, CFG).pages
     for first in range(2, len(whole) + 1):
-        batch = parse_pdf(data, DOC_ID, CFG, first, min(first + 1, len(whole)))
+        batch = parse_pdf_batch(data, DOC_ID, CFG, first, min(first + 1, len(whole))).pages
         expected = whole[first - 1:first + 1]
         assert [(p.context, p.table_header, p.text) for p in batch] == \
             [(p.context, p.table_header, p.text) for p in expected]
@@ -120,7 +120,7 @@ def test_a_batch_starting_mid_document_gets_the_whole_parse_context(make):
     ("labelled", "| Antarctica | Revenue 2023: 4,321 | Revenue 2022: 1,234 |", "| Antarctica | Headcount 2023: 55 |"),
 ])
 def test_continued_table_rows_carry_the_previous_pages_column_labels(how, continued_rows, own_rows):
-    pages = parse_pdf(continued_table_pdf(), DOC_ID, IngestConfig(ocr=False, table_rows=how))
+    pages = parse_pdf_batch(continued_table_pdf(), DOC_ID, IngestConfig(ocr=False, table_rows=how)).pages
     continued = pages[2]
     assert continued.table_header == REVENUE
     assert continued_rows in continued.text
@@ -130,7 +130,7 @@ def test_continued_table_rows_carry_the_previous_pages_column_labels(how, contin
 
 
 def test_section_path_is_in_the_point_payload():
-    pages = parse_pdf(outline_pdf(), DOC_ID, CFG)
+    pages = parse_pdf_batch(outline_pdf(), DOC_ID, CFG).pages
     doc = Document(id=DOC_ID, filename="o.pdf", media_type="application/pdf", size_bytes=1, pages=pages)
     points = embed_pages(doc, {}, [], CFG)
     assert points[2].payload["section"] == ["Part I", "Item 2. Management's Discussion", "Liquidity"]
@@ -195,7 +195,7 @@ def report_pdf() -> bytes:
 
 
 def test_long_report_headings_kinds_and_minor_headings_expire():
-    pages = parse_pdf(report_pdf(), DOC_ID, CFG)
+    pages = parse_pdf_batch(report_pdf(), DOC_ID, CFG).pages
     assert [p.context for p in pages] == [
         ["NOTE 5. Inventories", "Finished goods costs"],  # the run-in heading replaced, the note kept
         ["NOTE 5. Inventories", "Finished goods costs"],  # a minor heading heads the next page too

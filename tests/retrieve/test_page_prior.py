@@ -10,7 +10,7 @@ import pymupdf
 import pytest
 
 from mmrag.config import IngestConfig, RankingConfig
-from mmrag.ingest.parse import parse_pdf
+from mmrag.ingest.parse import parse_pdf_batch
 from mmrag.retrieve.page_prior import (
     FIGURE_CAP,
     HEAD_WORDS,
@@ -38,7 +38,8 @@ def hit(page_id: str, score: float, document_id: str = "doc") -> Hit:
 def filing_words(first: int, last: int) -> dict[str, list[str]]:
     """Words of pages ``first..last`` of the 3M 2016 10-K as ingestion reads them (the real parse)."""
     assert FILING.exists(), f"missing shared filing {FILING}"
-    pages = parse_pdf(FILING.read_bytes(), "3m2016", IngestConfig(), first=first, last=last, images=False)
+    pages = parse_pdf_batch(FILING.read_bytes(), "3m2016", IngestConfig(), first=first, last=last,
+                            images=False).pages
     return {f"p{p.number}": [w.text for w in p.words] for p in pages}
 
 

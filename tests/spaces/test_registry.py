@@ -32,6 +32,6 @@ def test_a_registered_space_is_built_beside_the_built_ins_and_an_unknown_one_is_
         assert "extra" in registry.space_names()
         assert isinstance(registry.build_spaces({"text": minilm})["extra"], ExtraSpace)
     finally:
-        registry._registry.pop("extra")
+        registry.SPACES.entries.pop("extra")
     with pytest.raises(NotFound, match="unknown space 'extra'; known: text, bm25"):
         registry.space_type("extra")
