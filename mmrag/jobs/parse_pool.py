@@ -142,6 +142,7 @@ class ParsePool:
         if budget is not None and budget.left_s() <= 0:
             raise budget.exceeded(request.filename, _what(request), 0.0)
         payload = spool_codec.dumps(request)
+        began = time.monotonic()  # the document's budget counts a wait for a worker to read the request too
         worker = self._take()
         answered = False
         try:
@@ -151,7 +152,7 @@ class ParsePool:
                 self._give(worker, False)
                 worker = self._take(fresh=True)
                 worker.send(payload)
-            result, error = self._wait(worker, request, cancelled, budget)
+            result, error = self._wait(worker, request, cancelled, budget, began)
             answered = error is None  # a worker that failed a file (memory spent, MuPDF's state) is not reused
         except BrokenPipeError:
             raise self._died(worker, request) from None
@@ -162,7 +163,7 @@ class ParsePool:
         return result
 
     def _wait(self, worker: _Worker, request: ParseRequest, cancelled: Callable[[], bool],
-              budget: DocumentBudget | None) -> tuple[Any, Exception | None]:
+              budget: DocumentBudget | None, began: float) -> tuple[Any, Exception | None]:
         """(result, None) or (None, the file's error) once the worker answers; raises to stop it."""
         start = page_start = time.monotonic()
         page = 0
@@ -182,9 +183,9 @@ class ParsePool:
                 return None, error_for_code(body["code"], body["message"], fallback=InvalidInput,
                                             detail=body["detail"])
             self._check(request, cancelled, time.monotonic() - start, page, time.monotonic() - page_start)
-            if budget is not None and time.monotonic() - start > budget.left_s():
+            if budget is not None and time.monotonic() - began > budget.left_s():
                 raise budget.exceeded(request.filename, f"page {page}" if page else _what(request),
-                                      time.monotonic() - start)
+                                      time.monotonic() - began)
 
     def _check(self, request: ParseRequest, cancelled: Callable[[], bool], call_s: float,
                page: int, page_s: float) -> None:
