@@ -43,7 +43,9 @@ CHUNK = 1024 * 1024
 METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(UploadMetadata)
 UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsupported media type",
                    422: "Corrupt files or invalid parameters",
-                   503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)"}
+                   503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)",
+                   507: "No space left on the data folder's disk (error no_space): the upload was not kept, "
+                        "nothing stored before is lost; send it again once space is freed"}
 
 
 def page_links(public_url: str, corpus: str, page_id: str) -> tuple[str, str]:

@@ -55,8 +55,12 @@ class Spool:
     def _atomic(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no partial file behind to keep it full
+            raise
 
     # uploads -------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:

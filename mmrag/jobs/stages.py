@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mmrag.config import IngestConfig, JobsConfig
+from mmrag.disk_space import disk_full, no_space
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.ingest.page_context import SectionState
@@ -172,6 +173,9 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
         corrupt = corrupt_document(exc)  # MuPDF met damage (open, page load, page tree): the file's fault
         if corrupt is not None:
             return failed(work, corrupt.code, corrupt.message)
+        if disk_full(exc):  # the spool's disk: the file fails saying so, the job goes on
+            full = no_space(f"writing the {work.stage} output of {work.job_id} file {work.file}")
+            return failed(work, full.code, full.message)
         log.exception("%s of job %s file %d batch %d failed", work.stage, work.job_id, work.file, work.batch)
         return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
 
