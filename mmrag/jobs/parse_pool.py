@@ -65,6 +65,8 @@ class DocumentBudget:
 
 
 def _what(request: ParseRequest) -> str:
+    if request.task == "render":
+        return f"rendering page {request.first}"
     return "reading the document" if request.task == "source" else f"pages {request.first}-{request.last}"
 
 
@@ -200,8 +202,9 @@ class ParsePool:
             raise TooComplex(f"{request.filename}: {what} did not finish within the parse time limit of "
                              f"{config.parse_timeout_s:g} s and was stopped (MMRAG_INGEST__PARSE_TIMEOUT_S)",
                              detail={"limit": "parse_timeout_s", "seconds": config.parse_timeout_s})
-        if request.task == "pages" and page_s > config.page_timeout_s:
+        if request.task in ("pages", "render") and page_s > config.page_timeout_s:
             which = f"page {page}" if page else f"reading the section headings of pages {request.first}-{request.last}"
+            which = f"rendering page {request.first}" if request.task == "render" else which
             raise TooComplex(f"{request.filename}: {which} did not finish within the per-page time limit of "
                              f"{config.page_timeout_s:g} s and was stopped (MMRAG_INGEST__PAGE_TIMEOUT_S)",
                              detail={"limit": "page_timeout_s", "seconds": config.page_timeout_s, "page": page})
