@@ -3,6 +3,7 @@ or, on the OpenAI-compatible routes under ``/v1/``, in OpenAI's (``{"error": {me
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -14,6 +15,9 @@ from starlette.exceptions import HTTPException
 from api.openai_schemas import error_body
 from api.schemas import ErrorBody
 from mmrag import errors
+from mmrag.disk_space import disk_full, no_space
+
+log = logging.getLogger(__name__)
 
 OPENAI_ROUTES = ("/v1/chat/", "/v1/models")  # the query API's OpenAI-compatible routes, errors included (the
 # embedding service's /v1/embeddings keeps our error body: docs/embedding.md)
@@ -35,6 +39,7 @@ STATUS: list[tuple[type[errors.MMRAGError], int]] = [
     (errors.Conflict, 409),
     (errors.Overloaded, 429),
     (errors.Unavailable, 503),
+    (errors.NoSpace, 507),
 ]
 
 
@@ -76,7 +81,9 @@ def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
             403: "The API key's scope does not allow this",
             404: "Unknown corpus, document or page", 409: "Conflict with existing state",
             413: "Too large", 415: "Unsupported media type", 422: "Corrupt input or invalid parameters",
-            429: "Overloaded, retry after Retry-After seconds", 503: "A component is unavailable"}
+            429: "Overloaded, retry after Retry-After seconds", 503: "A component is unavailable",
+            507: "No space left on the data folder's disk (nothing stored before is lost; send it again once "
+                 "space is freed)"}
     return {c: {"model": ErrorBody, "description": text.get(c, "Error")} for c in codes}
 
 
@@ -84,6 +91,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(errors.MMRAGError)
     async def _mmrag(request: Request, exc: errors.MMRAGError) -> JSONResponse:
         return error_response(exc, request.url.path)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        """A write that met a full disk anywhere (SQLite, the store, a file) is a 507 saying so; any other
+        fault is a 500 whose details stay in the log."""
+        if disk_full(exc):
+            return error_response(no_space(f"{request.method} {request.url.path}"), request.url.path)
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"error": "internal_error", "message": "internal error", "detail": {}}, status_code=500)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

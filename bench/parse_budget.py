@@ -9,6 +9,17 @@ statements and its first pages, an earnings release), text layer + tables + sect
 corpus).
 
     python -m bench.parse_budget [--rounds 7]
+    python -m bench.parse_budget --document-pages 2000 [--slow-pages 48 --slow-budget 3 --rounds 3]
+
+The second form measures the **document's total parse budget** (issue 42,
+``MMRAG_INGEST__DOCUMENT_PARSE_TIMEOUT_S``): a ``--document-pages`` filing (the 3M 10-Ks of
+../shared/corpus/filings joined) parsed as one runner thread parses a file (the plan's reading, then
+its batches, each call given what is left of the budget), ending ``RESULT document_s=..`` (seconds the
+thread is held: what the default budget must cover), ``page_ms`` (median and interval over batches) and
+``budget_share`` (of the default budget); then ``--slow-pages`` pages of nested forms (each slow to read,
+far under the page clock) parsed with no total budget and with ``--slow-budget`` seconds,
+ABBA-alternated, ending ``held_ratio`` (seconds held with the budget / without) and ``held_over_budget``
+(seconds held with it / the budget: the overshoot is at most one call).
 
 ends with ``RESULT worker_cost=.. worker_cost_lo=.. worker_cost_hi=..`` (worker seconds / in-process
 seconds per round, summed over the batches; target ``worker_cost_hi <= 1.05``), ``codec_share`` (the
@@ -36,7 +47,15 @@ BATCHES = [("3M_2018_10K.pdf", 56, 71), ("SALESFORCE_2024Q1_EARNINGS.pdf", 1, 16
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--document-pages", type=int, default=0, help="measure the document budget on a file this long")
+    ap.add_argument("--slow-pages", type=int, default=48, help="pages of the slow document")
+    ap.add_argument("--slow-budget", type=float, default=3.0, help="its total parse budget, seconds")
     args = ap.parse_args()
+    if args.document_pages:
+        from bench.parse_document_budget import document_budget
+
+        document_budget(args.document_pages, args.slow_pages, args.slow_budget, args.rounds)
+        return
 
     from mmrag.config import IngestConfig
     from mmrag.jobs import spool_codec

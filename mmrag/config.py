@@ -83,6 +83,13 @@ class IngestConfig(BaseModel):
     page_timeout_s: float = Field(20.0, gt=0, le=3600)
     """Wall clock of one page of a page batch in the parse worker (text layer, tables, OCR, render); past
     it the worker is killed and the file fails ``too_complex``."""
+    document_parse_timeout_s: float = Field(3600.0, gt=0, le=7 * 86400)
+    """Total parse time of one document: the parse calls of its plan and of all its page batches, summed
+    (thread-seconds: batches parsed at once each count). Checked when each batch starts, with the time of
+    the calls finished before it, and watched while it runs; past it the worker is killed and the file fails
+    ``too_complex`` (the rest of the job goes on). Bounds how long a long file of slow pages holds a parse
+    thread: 2,000 pages of near-limit (``page_timeout_s``) pages would otherwise hold one for hours. Raise it
+    for long scanned documents (OCR takes seconds a page)."""
     parse_memory_mb: int = Field(2048, ge=256, le=1024 * 1024)
     """Address-space limit (RLIMIT_AS, MiB) of each parse worker process; a file that needs more fails
     ``too_complex``."""

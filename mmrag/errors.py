@@ -90,6 +90,13 @@ class Unavailable(MMRAGError):
     code = "unavailable"
 
 
+class NoSpace(MMRAGError):
+    """The data folder's disk is full: what was being written was not kept (nothing already stored is lost);
+    it works again once space is freed."""
+
+    code = "no_space"
+
+
 def _classes(base: type[MMRAGError]) -> list[type[MMRAGError]]:
     out = [base]
     for sub in base.__subclasses__():

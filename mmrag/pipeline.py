@@ -27,6 +27,7 @@ from mmrag.errors import Conflict, MMRAGError
 from mmrag.generate.factory import check_vlm_backend
 from mmrag.hub import go_offline_if_unreachable
 from mmrag.jobs.blocking import BlockingIngest
+from mmrag.jobs.page_renders import worker_renderer
 from mmrag.jobs.parse_pool import ParsePool
 from mmrag.jobs.runner import JobRunner, RunnerFactory, local_runner
 from mmrag.jobs.spool import Spool
@@ -253,7 +254,8 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
         if embedders is None:
             embedders, unavailable = build_embedders(settings)
         spaces = build_spaces(embedders)
-        catalog = Catalog(data_dir)
+        parser = build_parse_pool(settings)  # ingestion's parse workers, which also render stored pages
+        catalog = Catalog(data_dir, page_renderer=worker_renderer(parser, settings.ingest))
         store = open_store(settings.store, data_dir)
     except BaseException:
         if owner is not None:
@@ -262,7 +264,7 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     retriever = Retriever(catalog, store, spaces, settings.retrieve, settings.ingest)
     jobs = JobStore(data_dir)
     writer = JobWriter(catalog, store, jobs, Spool(spool_dir(settings)), settings.jobs.plan_ahead)
-    job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces), settings)
+    job_runner = (runner or local_runner)(writer, build_stage_context(settings, spaces, parser), settings)
     corpora = Corpora(catalog, store, spaces, embedders, unavailable, writer)
     answers = Answers(retriever.search, catalog.pages.image, settings.vlm, unavailable,
                       settings.retrieve.max_query_chars)
@@ -273,12 +275,17 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
     return pipeline
 
 
-def build_stage_context(settings: Settings, spaces: dict[str, Space] | None) -> StageContext:
-    """What the worker stages (plan, parse, embed) need; ``spaces`` None: this process does not embed."""
+def build_parse_pool(settings: Settings) -> ParsePool:
+    """The parse worker processes of this process (started on first use)."""
+    return ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle, settings.jobs.parse_nice)
+
+
+def build_stage_context(settings: Settings, spaces: dict[str, Space] | None,
+                        parser: ParsePool | None = None) -> StageContext:
+    """What the worker stages (plan, parse, embed) need; ``spaces`` None: this process does not embed;
+    ``parser``: the parse pool this process already has (the service's, which renders pages too)."""
     return StageContext(settings.ingest, Spool(spool_dir(settings)), settings.jobs.batch_pages, spaces,
-                        settings.jobs.parse_ahead,
-                        ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle,
-                                  settings.jobs.parse_nice))
+                        settings.jobs.parse_ahead, parser or build_parse_pool(settings))
 
 
 def build_worker_context(settings: Settings, *, embeds: bool) -> StageContext:

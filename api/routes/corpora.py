@@ -18,7 +18,7 @@ def corpus_out(row: CorpusRow) -> CorpusOut:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=CorpusOut,
-             responses=responses(400, 409, 422, 503))
+             responses=responses(400, 409, 422, 503, 507))
 def create_corpus(body: CorpusCreate, pipeline: PipelineDep, _: AdminDep) -> CorpusOut:
     """Create a corpus (admin keys). Spaces whose models cannot be loaded here are dropped (see /health);
     a space named twice counts once."""

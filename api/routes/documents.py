@@ -43,7 +43,9 @@ CHUNK = 1024 * 1024
 METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(UploadMetadata)
 UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsupported media type",
                    422: "Corrupt files or invalid parameters",
-                   503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)"}
+                   503: "A file needs a converter isolation this host cannot give (MMRAG_INGEST__CONVERT_ISOLATION)",
+                   507: "No space left on the data folder's disk (error no_space): the upload was not kept, "
+                        "nothing stored before is lost; send it again once space is freed"}
 
 
 def page_links(public_url: str, corpus: str, page_id: str) -> tuple[str, str]:
@@ -219,11 +221,13 @@ def get_page(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep) -> Pa
     return page_detail(pipeline, corpus, page_id)
 
 
-@router.get("/pages/{page_id}/image", responses={**responses(404), 200: {"content": {"image/png": {}}}},
+@router.get("/pages/{page_id}/image", responses={**responses(404, 422, 503), 200: {"content": {"image/png": {}}}},
             response_class=Response)
 def page_image(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep,
                width: Annotated[int | None, Query(ge=16, le=4096, description="Thumbnail width")] = None) -> Response:
-    """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given."""
+    """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given. A page rendered from its kept
+    PDF is drawn in a parse worker under the page's clock: one that cannot be drawn within it is a 422
+    ``too_complex`` naming the setting (the service is not held up)."""
     png = pipeline.documents.page_image(corpus, page_id)  # stored, or rendered from the document's kept PDF
     if width is None:
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=86400"})

@@ -59,7 +59,7 @@ def list_jobs(corpus: str, request: Request, pipeline: PipelineDep, jobs: StoreD
     return [job_out(j, base_url(request)) for j in jobs.list_jobs(corpus, limit)]
 
 
-@router.post("/jobs/{job_id}/cancel", response_model=JobOut, responses=responses(404))
+@router.post("/jobs/{job_id}/cancel", response_model=JobOut, responses=responses(404, 507))
 async def cancel_job(job_id: str, request: Request, runner: RunnerDep, jobs: StoreDep,
                      principal: PrincipalDep) -> JobOut:
     """Stop a job. Files already indexed stay; unfinished ones leave nothing behind. Finished jobs are unchanged."""

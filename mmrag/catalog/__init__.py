@@ -19,7 +19,7 @@ from pathlib import Path
 from mmrag.catalog.bm25_lengths import Bm25Statistics
 from mmrag.catalog.corpora import CorpusTable
 from mmrag.catalog.documents import DocumentTable
-from mmrag.catalog.page_images import PageImageStore
+from mmrag.catalog.page_images import PageImageStore, PageRenderer, render_in_process
 from mmrag.catalog.pages import PageTable
 from mmrag.catalog.schema import CatalogDB
 
@@ -31,10 +31,10 @@ class Catalog:
     Lifecycle: one per process, thread-safe (one connection, one lock, WAL journal); ``close`` at exit.
     """
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, page_renderer: PageRenderer = render_in_process) -> None:
         self.data_dir = data_dir
         self._db = CatalogDB(data_dir / "catalog.sqlite3")
-        images = PageImageStore()
+        images = PageImageStore(renderer=page_renderer)  # the service passes the parse workers' renderer
         self.corpora = CorpusTable(self._db, data_dir / "corpora")
         self.documents = DocumentTable(self._db, self.corpora, images)
         self.pages = PageTable(self._db, self.corpora, images)

@@ -9,8 +9,11 @@ Layout under a corpus folder::
 
 A page image is rendered again from the kept PDF with the parameters recorded at ingest, by the
 same function (:func:`mmrag.page_render.render_image`) that renders it for the embedders, so the
-page store, the visual embedders and the VLM see the same pixels. Rendered PNGs are kept in a
-bounded in-memory LRU cache (``cache_bytes``).
+page store, the visual embedders and the VLM see the same pixels. Who renders is the store's
+``renderer``: the composition root gives it the parse workers' (:mod:`mmrag.jobs.page_renders`: a
+hostile PDF's render runs in a process with a clock and a memory limit, never in the service);
+:func:`render_in_process` is the default of a catalog built alone. Rendered PNGs are kept in a bounded
+in-memory LRU cache (``cache_bytes``).
 
 Lifecycle: one per catalog; thread-safe (one lock around the cache).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import pymupdf
@@ -36,9 +40,20 @@ def _atomic(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+PageRenderer = Callable[[Path, int, RenderSpec], bytes]
+"""(the kept PDF, a 1-based page number, how it was rendered at ingest) -> the page's PNG."""
+
+
+def render_in_process(pdf: Path, number: int, spec: RenderSpec) -> bytes:
+    """The page rendered in this process (a catalog used alone: tools, tests)."""
+    with pymupdf.open(pdf) as doc:
+        return encode_png(render_image(doc.load_page(number - 1), spec.dpi, spec.max_page_pixels))
+
+
 class PageImageStore:
-    def __init__(self, cache_bytes: int = 128 << 20) -> None:
+    def __init__(self, cache_bytes: int = 128 << 20, renderer: PageRenderer = render_in_process) -> None:
         self.cache_bytes = cache_bytes
+        self.renderer = renderer
         self._cache: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
@@ -84,13 +99,11 @@ class PageImageStore:
                     self._size -= len(old)
         return png
 
-    @staticmethod
-    def _render(stem: Path, number: int, page_id: str) -> bytes:
+    def _render(self, stem: Path, number: int, page_id: str) -> bytes:
         if not stem.with_suffix(".pdf").exists():
             raise NotFound(f"image of page {page_id!r} is missing")
         spec = json.loads(stem.with_suffix(".json").read_text())
-        with pymupdf.open(stem.with_suffix(".pdf")) as doc:
-            return encode_png(render_image(doc.load_page(number - 1), spec["dpi"], spec["max_page_pixels"]))
+        return self.renderer(stem.with_suffix(".pdf"), number, RenderSpec(spec["dpi"], spec["max_page_pixels"]))
 
     def delete(self, corpus_dir: Path, document_id: str, page_ids: list[str]) -> None:
         for pid in page_ids:

@@ -12,7 +12,9 @@ part is read one way here and another way by the converter):
   the highest row number one names), ODF ``table:table-row`` elements times their
   ``number-rows-repeated`` when they hold content;
 * Office and OpenDocument parts go through the reference rules of
-  :mod:`mmrag.ingest.convert.references` (fields and links that include other files);
+  :mod:`mmrag.ingest.convert.references` (fields and links that include other files) and OOXML parts
+  through those of :mod:`mmrag.ingest.convert.vml_links` (VML and picture references, judged once
+  every part is read);
 * an Office or OpenDocument part that is not well-formed XML is refused (its converter could read
   it differently); an EPUB's XHTML may be sloppy (MuPDF's HTML parser reads it).
 """
@@ -29,6 +31,7 @@ from xml.parsers import expat
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge
 from mmrag.ingest.convert.references import OdfRules, OoxmlRules, StartOnly
+from mmrag.ingest.convert.vml_links import PackageLinks, VmlRules
 
 _SMALL = 1 << 20  # ratios of entries smaller than this (uncompressed) are not judged
 _CHUNK = 1 << 20
@@ -185,17 +188,19 @@ def _container(zf: zipfile.ZipFile) -> str:
     return "ooxml"
 
 
-def _handlers(container: str, name: str, part: str) -> tuple[list[Rules], _SheetRows | _OdfRows | None]:
+def _handlers(container: str, name: str, part: str,
+              links: PackageLinks) -> tuple[list[Rules], _SheetRows | _OdfRows | None]:
     if container == "ooxml":
         sheet = _SheetRows()
-        return [OoxmlRules(name, part), sheet], sheet
+        return [OoxmlRules(name, part), VmlRules(name, part, links), sheet], sheet
     if container == "odf":
         table = _OdfRows()
         return [OdfRules(name, part), table], table
     return [], None
 
 
-def _scan(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, container: str, max_rows: int) -> int:
+def _scan(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, container: str, max_rows: int,
+          links: PackageLinks) -> int:
     """Parse one entry if its bytes start like XML; the rows counted in it (stops past ``max_rows``)."""
     counter = None
     try:
@@ -203,7 +208,7 @@ def _scan(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, container: str,
             chunk = f.read(4096)
             if not _XML_START.match(chunk):
                 return 0
-            handlers, counter = _handlers(container, name, info.filename)
+            handlers, counter = _handlers(container, name, info.filename, links)
             part = _Part(name, info.filename, handlers)
             while chunk:
                 part.feed(chunk)
@@ -228,14 +233,15 @@ def check_zip(data: bytes, name: str, config: IngestConfig) -> ZipSummary:
         infos = [i for i in zf.infolist() if not i.is_dir()]
         total, ratio = _check_entries(infos, name, config)
         container = _container(zf)
-        rows = 0
+        rows, links = 0, PackageLinks(name)
         for info in infos:
-            rows = max(rows, _scan(zf, info, name, container, config.max_sheet_rows))
+            rows = max(rows, _scan(zf, info, name, container, config.max_sheet_rows, links))
             if rows > config.max_sheet_rows:
                 raise TooLarge(f"{name} has a worksheet of {rows:,} rows or more (counted in {info.filename}, "
                                f"not read from its <dimension>); the limit is {config.max_sheet_rows:,} "
                                "(MMRAG_INGEST__MAX_SHEET_ROWS)",
                                detail={"limit": "max_sheet_rows"})
+        links.check()
     return ZipSummary(len(infos), total, ratio, rows)
 
 

@@ -3,8 +3,10 @@
 :class:`ParsePool` keeps a few long-lived :mod:`mmrag.jobs.parse_worker` processes (started on demand,
 each in its own session so its OCR helpers die with it). A call sends one :class:`ParseRequest` to an
 idle worker and waits for its answer, looking every :data:`POLL_S` seconds at the clocks: the call's
-(``parse_timeout_s``) and, for a page batch, the page's (``page_timeout_s``, restarted as each page
-starts). Past either, the worker is killed and the call raises :class:`~mmrag.errors.TooComplex`
+(``parse_timeout_s``), for a page batch the page's (``page_timeout_s``, restarted as each page
+starts) and, when the caller gives one, what is left of the document's parse budget
+(:class:`DocumentBudget`: ``document_parse_timeout_s`` less its earlier calls). Past any of them, the
+worker is killed and the call raises :class:`~mmrag.errors.TooComplex`
 naming the setting; when the job is cancelled or the pool closes (the service stops), the worker is
 killed and the call raises :class:`ParseInterrupted` (the work is redone after a restart, or dropped).
 A worker that answered goes back to the idle list (at most ``idle`` kept); one that was killed is
@@ -27,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,30 @@ _ROOT = str(Path(mmrag.__file__).resolve().parents[1])  # the workers import thi
 
 class ParseInterrupted(Exception):
     """The call was stopped: its job was cancelled, or the pool closed (the service is stopping)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentBudget:
+    """What a document's parse calls may take in all (``document_parse_timeout_s``) and what its earlier
+    calls took; a call may run for the rest."""
+
+    limit_s: float  # the document's total parse time
+    spent_s: float  # seconds of its parse calls finished before this one
+
+    def left_s(self) -> float:
+        return self.limit_s - self.spent_s
+
+    def exceeded(self, filename: str, what: str, call_s: float) -> TooComplex:
+        return TooComplex(f"{filename}: parsing this document took {self.spent_s + call_s:,.0f} s in all (stopped at "
+                          f"{what}), past its total parse budget of {self.limit_s:,g} s; raise "
+                          "MMRAG_INGEST__DOCUMENT_PARSE_TIMEOUT_S to index documents this long or slow",
+                          detail={"limit": "document_parse_timeout_s", "seconds": self.limit_s})
+
+
+def _what(request: ParseRequest) -> str:
+    if request.task == "render":
+        return f"rendering page {request.first}"
+    return "reading the document" if request.task == "source" else f"pages {request.first}-{request.last}"
 
 
 class _Worker:
@@ -109,10 +136,15 @@ class ParsePool:
         """Workers running a call now."""
         return len(self._busy)
 
-    def call(self, request: ParseRequest, cancelled: Callable[[], bool] = lambda: False) -> Any:
+    def call(self, request: ParseRequest, cancelled: Callable[[], bool] = lambda: False,
+             budget: DocumentBudget | None = None) -> Any:
         """The request's result (a Source, or a batch's pages) from a worker; its error as the file's
-        error; TooComplex past a clock; ParseInterrupted when ``cancelled()`` or the pool closes."""
+        error; TooComplex past a clock (or the document's ``budget``); ParseInterrupted when
+        ``cancelled()`` or the pool closes."""
+        if budget is not None and budget.left_s() <= 0:
+            raise budget.exceeded(request.filename, _what(request), 0.0)
         payload = spool_codec.dumps(request)
+        began = time.monotonic()  # the document's budget counts a wait for a worker to read the request too
         worker = self._take()
         answered = False
         try:
@@ -122,7 +154,7 @@ class ParsePool:
                 self._give(worker, False)
                 worker = self._take(fresh=True)
                 worker.send(payload)
-            result, error = self._wait(worker, request, cancelled)
+            result, error = self._wait(worker, request, cancelled, budget, began)
             answered = error is None  # a worker that failed a file (memory spent, MuPDF's state) is not reused
         except BrokenPipeError:
             raise self._died(worker, request) from None
@@ -132,8 +164,8 @@ class ParsePool:
             raise error
         return result
 
-    def _wait(self, worker: _Worker, request: ParseRequest,
-              cancelled: Callable[[], bool]) -> tuple[Any, Exception | None]:
+    def _wait(self, worker: _Worker, request: ParseRequest, cancelled: Callable[[], bool],
+              budget: DocumentBudget | None, began: float) -> tuple[Any, Exception | None]:
         """(result, None) or (None, the file's error) once the worker answers; raises to stop it."""
         start = page_start = time.monotonic()
         page = 0
@@ -153,6 +185,9 @@ class ParsePool:
                 return None, error_for_code(body["code"], body["message"], fallback=InvalidInput,
                                             detail=body["detail"])
             self._check(request, cancelled, time.monotonic() - start, page, time.monotonic() - page_start)
+            if budget is not None and time.monotonic() - began > budget.left_s():
+                raise budget.exceeded(request.filename, f"page {page}" if page else _what(request),
+                                      time.monotonic() - began)
 
     def _check(self, request: ParseRequest, cancelled: Callable[[], bool], call_s: float,
                page: int, page_s: float) -> None:
@@ -162,13 +197,14 @@ class ParsePool:
             raise ParseInterrupted("the service is stopping")
         if cancelled():
             raise ParseInterrupted("the job was cancelled")
-        what = "reading the document" if request.task == "source" else f"pages {request.first}-{request.last}"
+        what = _what(request)
         if call_s > config.parse_timeout_s:
             raise TooComplex(f"{request.filename}: {what} did not finish within the parse time limit of "
                              f"{config.parse_timeout_s:g} s and was stopped (MMRAG_INGEST__PARSE_TIMEOUT_S)",
                              detail={"limit": "parse_timeout_s", "seconds": config.parse_timeout_s})
-        if request.task == "pages" and page_s > config.page_timeout_s:
+        if request.task in ("pages", "render") and page_s > config.page_timeout_s:
             which = f"page {page}" if page else f"reading the section headings of pages {request.first}-{request.last}"
+            which = f"rendering page {request.first}" if request.task == "render" else which
             raise TooComplex(f"{request.filename}: {which} did not finish within the per-page time limit of "
                              f"{config.page_timeout_s:g} s and was stopped (MMRAG_INGEST__PAGE_TIMEOUT_S)",
                              detail={"limit": "page_timeout_s", "seconds": config.page_timeout_s, "page": page})

@@ -1,10 +1,12 @@
 """The parse worker process: ``python -m mmrag.jobs.parse_worker MEMORY_MB [NICE]``.
 
 Untrusted PDFs and images are opened, read and drawn here, never in the service: the plan stage's
-reading of a document (:func:`mmrag.ingest.source.read_source`) and the parse of a page batch
-(:func:`mmrag.jobs.pages.parse_pages`). The process limits its own address space (RLIMIT_AS) and is
-killed by its parent (:class:`mmrag.jobs.parse_pool.ParsePool`) when a call runs past its clock, the
-job is cancelled or the service stops; it dies with the thread that started it (``PR_SET_PDEATHSIG``).
+reading of a document (:func:`mmrag.ingest.source.read_source`), the parse of a page batch
+(:func:`mmrag.jobs.pages.parse_pages`) and the on-demand render of a stored page for the page store
+(:func:`render_page`: the page image routes, the VLM's pages). The process limits its own address
+space (RLIMIT_AS) and is killed by its parent (:class:`mmrag.jobs.parse_pool.ParsePool`) when a call
+runs past its clock, the job is cancelled or the service stops; it dies with the thread that started it
+(``PR_SET_PDEATHSIG``).
 
 Wire format, both ways over stdin/stdout: frames of one tag byte, an 8-byte big-endian length and the
 payload. In: ``Q`` + a :class:`ParseRequest` (:mod:`mmrag.jobs.spool_codec`). Out: ``P`` + a page number
@@ -42,7 +44,7 @@ _MEMORY_SIGNS = ("malloc", "calloc", "realloc", "out of memory", "cannot allocat
 class ParseRequest:
     """One call to a parse worker: the plan's reading of a document, or a page batch."""
 
-    task: Literal["source", "pages"]
+    task: Literal["source", "pages", "render"]
     data: bytes  # the upload's bytes
     kind: str  # its kind name (mmrag.ingest.sniff.KINDS)
     filename: str
@@ -54,6 +56,7 @@ class ParseRequest:
     images: bool = True  # pages: render them (OCRed pages and images always are)
     media_type: str = ""  # pages: the upload's media type (its ParsedBatch's)
     carried: SectionState | None = None  # pages: where an earlier batch's section reading stopped
+    path: str = ""  # render: the kept PDF (``data`` stays empty: the worker reads the file), page ``first``
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,8 @@ def run_request(request: ParseRequest, on_page: Any) -> Any:
     from mmrag.jobs.model import ParsedBatch
     from mmrag.jobs.pages import parse_pages, split_images, stage_timings
 
+    if request.task == "render":
+        return render_page(request, on_page)
     if request.task == "source":
         return read_source(request.data, KINDS[request.kind], request.converted, request.filename, request.config)
     parsed = parse_pages(request.data, request.kind, request.doc_id, request.filename, request.config,
@@ -96,6 +101,23 @@ def run_request(request: ParseRequest, on_page: Any) -> Any:
     meta, images = split_images(parsed.pages)
     return ParsedPages(spool_codec.dumps(ParsedBatch(request.media_type, meta)), spool_codec.dumps(images),
                        stage_timings(parsed.pages), spool_codec.dumps(parsed.sections))
+
+
+def render_page(request: ParseRequest, on_page: Any) -> bytes:
+    """PNG of page ``request.first`` of the PDF at ``request.path``, as ingestion rendered it (the config's dpi
+    and pixel cap), its drawing cost checked first (:mod:`mmrag.ingest.pdf_budget`)."""
+    import pymupdf
+
+    from mmrag.imaging import encode_png
+    from mmrag.ingest.pdf_budget import check_pages
+    from mmrag.page_render import render_image
+
+    with pymupdf.open(request.path) as doc:
+        check_pages(doc, request.first, request.first, request.config)
+        if on_page is not None:
+            on_page(request.first)
+        return encode_png(render_image(doc.load_page(request.first - 1), request.config.dpi,
+                                       request.config.max_page_pixels))
 
 
 def out_of_memory(exc: BaseException) -> bool:

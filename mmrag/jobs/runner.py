@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from mmrag.config import JobsConfig, Settings
+from mmrag.disk_space import disk_full, no_space
 from mmrag.embed.threads import set_torch_threads
 from mmrag.errors import Unavailable
 from mmrag.jobs.fair_queue import FairQueue
@@ -145,6 +146,9 @@ def owner_failed(work: Work, exc: Exception) -> list[Work]:
     when that is what raised (logged; the job's next restart resumes it)."""
     if work.stage == "commit" and isinstance(work.info, Failed):
         return []
+    if disk_full(exc):
+        full = no_space(f"the {work.stage} of a page batch")
+        return failed(work, full.code, full.message)
     return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
 
 

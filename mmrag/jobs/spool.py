@@ -9,6 +9,8 @@ Layout (a folder under the data folder, or a volume shared by the API and the wo
     jobs/<job>/<file>/b<batch>.pages.npz    a ParsedBatch: pages of one batch (text, words; no images)
     jobs/<job>/<file>/b<batch>.images.npz   rendered PNGs of those pages
     jobs/<job>/<file>/b<batch>.points.npz   vectors of those pages, ready to upsert
+    jobs/<job>/<file>/b<batch>.parse-s      seconds its parse call took (b-1: the plan's reading): the
+                                            document's parse budget counts them
     jobs/<job>/cancelled                    marker: workers skip the job's remaining work
 
 Every file is written to a temporary name and renamed, so a reader sees all of it or nothing,
@@ -21,6 +23,7 @@ Lifecycle: stateless; one instance per process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -52,8 +55,12 @@ class Spool:
     def _atomic(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no partial file behind to keep it full
+            raise
 
     # uploads -------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:
@@ -126,6 +133,19 @@ class Spool:
 
     def has(self, job_id: str, file: int, batch: int, kind: str) -> bool:
         return self._output(job_id, file, batch, kind).exists()
+
+    def put_parse_seconds(self, job_id: str, file: int, batch: int, seconds: float) -> None:
+        """What one parse call of the file took (a re-run of the batch overwrites it: counted once)."""
+        self._atomic(self.file_dir(job_id, file) / f"b{batch}.parse-s", f"{seconds:.6f}".encode())
+
+    def parse_seconds(self, job_id: str, file: int, but: int | None = None) -> float:
+        """The file's parse calls so far, summed (without batch ``but``'s: the one about to run again)."""
+        total = 0.0
+        for path in self.file_dir(job_id, file).glob("b*.parse-s"):
+            if path.name != f"b{but}.parse-s":
+                with contextlib.suppress(OSError, ValueError):
+                    total += float(path.read_text())
+        return total
 
     def drop_file(self, job_id: str, file: int) -> None:
         shutil.rmtree(self.file_dir(job_id, file), ignore_errors=True)

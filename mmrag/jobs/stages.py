@@ -9,7 +9,8 @@ Re-running a stage overwrites the same output, so redelivery (``acks_late``) and
     parse (cpu):  text layer, tables, OCR (render)       -> embed   (or commit: file failed)
 
 The untrusted reading and drawing of plan and parse run in a parse worker process under a time and
-memory budget (:mod:`mmrag.jobs.parse_pool`); conversions stay in their own jail (plan, in this process).
+memory budget (:mod:`mmrag.jobs.parse_pool`), and a file's calls together under its document's parse
+budget (their seconds spooled per batch); conversions stay in their own jail (plan, in this process).
     embed (gpu):  vectors of one batch's pages           -> write + parse of the next batch
     write / commit run in the process that owns the store (:mod:`mmrag.jobs.writer`).
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mmrag.config import IngestConfig, JobsConfig
+from mmrag.disk_space import disk_full, no_space
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
 from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.ingest.page_context import SectionState
@@ -40,7 +42,7 @@ from mmrag.ingest.source import Source, convert_upload
 from mmrag.jobs.embedding import embed_pages
 from mmrag.jobs.model import Failed, Planned, StageTimings, Work
 from mmrag.jobs.pages import needs_images
-from mmrag.jobs.parse_pool import ParseInterrupted, ParsePool
+from mmrag.jobs.parse_pool import DocumentBudget, ParseInterrupted, ParsePool
 from mmrag.jobs.parse_worker import ParsedPages, ParseRequest
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
@@ -58,8 +60,15 @@ class StageContext:
     parser: ParsePool = field(default_factory=ParsePool)  # where untrusted files are read and drawn (a budget)
 
     def parse_call(self, work: Work, request: ParseRequest) -> Any:
-        """``request`` run in a parse worker; stopped (ParseInterrupted) as soon as the job is cancelled."""
-        return self.parser.call(request, cancelled=lambda: self.spool.cancelled(work.job_id))
+        """``request`` run in a parse worker; stopped (ParseInterrupted) as soon as the job is cancelled, and
+        (TooComplex) when the file's parse calls, this one with those finished before, pass the document's
+        budget (``document_parse_timeout_s``). What the call took is spooled for the file's later calls."""
+        spent = self.spool.parse_seconds(work.job_id, work.file, but=work.batch)
+        t0 = time.monotonic()
+        result = self.parser.call(request, cancelled=lambda: self.spool.cancelled(work.job_id),
+                                  budget=DocumentBudget(self.ingest.document_parse_timeout_s, spent))
+        self.spool.put_parse_seconds(work.job_id, work.file, work.batch, time.monotonic() - t0)
+        return result
 
 
 def batch_range(batch: int, batch_pages: int, pages: int) -> tuple[int, int]:
@@ -164,6 +173,9 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
         corrupt = corrupt_document(exc)  # MuPDF met damage (open, page load, page tree): the file's fault
         if corrupt is not None:
             return failed(work, corrupt.code, corrupt.message)
+        if disk_full(exc):  # the spool's disk: the file fails saying so, the job goes on
+            full = no_space(f"writing the {work.stage} output of {work.job_id} file {work.file}")
+            return failed(work, full.code, full.message)
         log.exception("%s of job %s file %d batch %d failed", work.stage, work.job_id, work.file, work.batch)
         return failed(work, "internal_error", f"{work.stage} failed: {type(exc).__name__}: {exc}")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.config import IngestConfig
+from mmrag.disk_space import disk_full, no_space
 from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge
 from mmrag.ingest.sniff import ACCEPTED, Kind
 from mmrag.ingest.source import inspect_upload
@@ -102,7 +103,14 @@ def submit_uploads(runner: JobRunner, corpus: str, files: Iterable[tuple[str, by
         if strict:
             raise refusal.error
         refused.append(refusal)
-    return Submitted(runner.submit(corpus, accepted) if accepted else None, refused)
+    if not accepted:
+        return Submitted(None, refused)
+    try:
+        return Submitted(runner.submit(corpus, accepted), refused)
+    except Exception as exc:
+        if disk_full(exc):
+            raise no_space(f"spooling {len(accepted)} uploaded file(s)") from exc
+        raise
 
 
 def _checked(name: str, data: bytes, metadata: dict[str, Any], check: UploadCheck) -> Upload | Refusal:

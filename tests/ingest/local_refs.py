@@ -83,7 +83,7 @@ _W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
-def _docx_with(body_xml: str, rels: str = "", extra: dict[str, bytes] | None = None,
+def docx_with(body_xml: str, rels: str = "", extra: dict[str, bytes] | None = None,
                content_types: str = "") -> bytes:
     """word_sample.docx with ``body_xml`` as the first paragraphs and ``rels`` added."""
     base = formats_file("docx/word_sample.docx")
@@ -115,8 +115,21 @@ def _ext_rel(rid: str, kind: str, target: str) -> str:
     return f'<Relationship Id="{rid}" Type="{_REL}/{kind}" Target="{target}" TargetMode="External"/>'
 
 
+_VML = ('xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
+        f'xmlns:r="{_REL}"')
+_PICTURE_TYPE = ('<v:shapetype id="_x0000_t75" coordsize="21600,21600" o:spt="75" o:preferrelative="t" '
+                 'path="m@4@5l@4@11@9@11@9@5xe" filled="f" stroked="f"><v:stroke joinstyle="miter"/>'
+                 '<v:path o:extrusionok="f" gradientshapeok="t" o:connecttype="rect"/></v:shapetype>')
+
+
+def vml_picture(inner: str, shape: str = "shape") -> str:
+    """A paragraph holding a legacy VML picture (``w:pict``) as Word writes one, with ``inner`` in its shape."""
+    return _p(f'<w:r><w:pict {_VML}>{_PICTURE_TYPE}<v:{shape} id="_x0000_i1025" type="#_x0000_t75" '
+              f'style="width:200pt;height:100pt">{inner}</v:{shape}></w:pict></w:r>')
+
+
 def docx_attacks(m: Markers) -> dict[str, bytes]:
-    linked = _docx_with("", _ext_rel("rIdX1", "image", m.png.as_uri()))
+    linked = docx_with("", _ext_rel("rIdX1", "image", m.png.as_uri()))
     with zipfile.ZipFile(io.BytesIO(linked)) as z:  # the duck picture, now a link to the marker
         doc = z.read("word/document.xml").decode().replace('r:embed="rId7"', 'r:link="rIdX1"')
     linked = rezip(linked, {"word/document.xml": doc.encode()})
@@ -127,16 +140,19 @@ def docx_attacks(m: Markers) -> dict[str, bytes]:
            'ProgID="Package" ShapeID="o1" r:id="rIdX2" UpdateMode="Always"/></w:object></w:r>')
     chunk = f"<html><body><p>{MARKER} in a chunk</p><img src='{m.png.as_uri()}'></body></html>".encode()
     return {
-        "docx-fldsimple-includepicture": _docx_with(_p(f'<w:fldSimple w:instr=\' INCLUDEPICTURE "{m.png}" \\d \'>'
+        "docx-fldsimple-includepicture": docx_with(_p(f'<w:fldSimple w:instr=\' INCLUDEPICTURE "{m.png}" \\d \'>'
                                                        "<w:r><w:t>cached</w:t></w:r></w:fldSimple>")),
-        "docx-includepicture-svg-url": _docx_with(_p(_complex_field(f' INCLUDEPICTURE "{m.svg.as_uri()}" \\d '))),
-        "docx-includetext-relative": _docx_with(_p(_complex_field(f' INCLUDETEXT "{m.rel(m.txt)}" '))),
+        "docx-includepicture-svg-url": docx_with(_p(_complex_field(f' INCLUDEPICTURE "{m.svg.as_uri()}" \\d '))),
+        "docx-includetext-relative": docx_with(_p(_complex_field(f' INCLUDETEXT "{m.rel(m.txt)}" '))),
         "docx-linked-image": linked,
-        "docx-ole-link": _docx_with(_p(ole), _ext_rel("rIdX2", "oleObject", m.txt.as_uri())
+        "docx-ole-link": docx_with(_p(ole), _ext_rel("rIdX2", "oleObject", m.txt.as_uri())
                                     + _ext_rel("rIdX3", "image", str(m.png))),
-        "docx-subdocument": _docx_with(_p(f'<w:subDoc xmlns:r="{_REL}" r:id="rIdX4"/>'),
+        "docx-subdocument": docx_with(_p(f'<w:subDoc xmlns:r="{_REL}" r:id="rIdX4"/>'),
                                        _ext_rel("rIdX4", "subDocument", m.html.as_uri())),
-        "docx-altchunk": _docx_with(f'<w:altChunk xmlns:r="{_REL}" r:id="rIdX5"/>',
+        "docx-vml-imagedata-src": docx_with(vml_picture(f'<v:imagedata src="{m.png.as_uri()}" o:title=""/>')),
+        "docx-vml-imagedata-href-path": docx_with(vml_picture(f'<v:imagedata o:href="{m.png}" o:title=""/>')),
+        "docx-vml-fill-src-relative": docx_with(vml_picture(f'<v:fill src="{m.rel(m.png)}" type="frame"/>', "rect")),
+        "docx-altchunk": docx_with(f'<w:altChunk xmlns:r="{_REL}" r:id="rIdX5"/>',
                                     f'<Relationship Id="rIdX5" Type="{_REL}/aFChunk" Target="chunk.html"/>',
                                     {"word/chunk.html": chunk},
                                     '<Override PartName="/word/chunk.html" ContentType="text/html"/>'),

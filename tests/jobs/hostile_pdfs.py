@@ -46,6 +46,30 @@ def nested_xobjects(levels: int = 12, fanout: int = 4, text: str = "nested") -> 
                  *forms, content, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"])
 
 
+def nested_images(levels: int = 8, fanout: int = 4) -> bytes:
+    """One page with a line of text, then forms nested ``levels`` deep (``fanout`` draws each), the deepest
+    drawing a tiny image stretched over the whole page: ``fanout**levels`` full-page image draws. Reading
+    its text is quick (the text device skips images) and its draw count is under the ingest limit for
+    8 levels (65,536); drawing it takes minutes."""
+    first_form = 4  # objects: 1 catalog, 2 pages, 3 page, 4.. forms, then the content, the font, the image
+    content_ref, font, image = first_form + levels, first_form + levels + 1, first_form + levels + 2
+    forms = []
+    for level in range(levels):
+        if level == levels - 1:
+            body, res = b"q 612 0 0 792 0 0 cm /I Do Q", b"/Resources << /XObject << /I %d 0 R >> >>" % image
+        else:
+            body = b" ".join(b"q /X Do Q" for _ in range(fanout))
+            res = b"/Resources << /XObject << /X %d 0 R >> >>" % (first_form + level + 1)
+        forms.append(_stream(b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] " + res, body))
+    content = _stream(b"", b"BT /F1 12 Tf 72 740 Td (A page whose picture is drawn many times over) Tj ET q /X Do Q")
+    page = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d "
+            b"0 R >> /XObject << /X %d 0 R >> >> >>" % (content_ref, font, first_form))
+    pixels = _stream(b"/Type /XObject /Subtype /Image /Width 4 /Height 4 /ColorSpace /DeviceRGB /BitsPerComponent 8",
+                     bytes(range(48)))
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page,
+                 *forms, content, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>", pixels])
+
+
 def shared_stream(pages: int = 8, mib: int = 128) -> bytes:
     """``pages`` pages whose one content stream (deflated) is ``mib`` MiB of tiny path operators."""
     unit = b"0 0 m 1 1 l S\n"

@@ -7,6 +7,7 @@ CPU in the service. Bounds are relative to the small budgets set here, never abs
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from mmrag.embed.base import load_embedder
 from mmrag.jobs.model import FileState, JobState
 from mmrag.jobs.writer import Upload
 from mmrag.pipeline import build_pipeline
-from tests.jobs.helpers import text_pdf, wait_until
+from tests.conftest import make_settings
+from tests.jobs.helpers import text_pdf, unique_pdf, wait_until
 from tests.jobs.hostile_pdfs import nested_xobjects, shared_stream
 
 PAGE_S, CALL_S = 2.0, 4.0  # the budgets of these tests
@@ -129,3 +131,53 @@ def test_over_rest_a_bomb_is_a_422_too_complex_naming_its_setting(settings):
             assert {f["filename"]: f["state"] for f in job["files"]}["ok.pdf"] == "done"
     finally:
         p.close()
+
+
+FILING = Path(__file__).resolve().parents[3] / "shared/corpus/filings/pdf/3M_2018_10K.pdf"  # 160 pages
+
+
+def test_a_document_past_its_total_parse_budget_fails_alone(settings, tmp_path):
+    """A real 160-page filing parsed in 40 batches of 4 pages: each call is far under its own clock, but
+    with a document budget of half what its whole parse took the file fails ``too_complex`` part-way,
+    naming the setting; the small file beside it in the job and the corpus's next upload are indexed, and
+    no parse worker is left busy."""
+    p = _pipeline(settings, page_timeout_s=600.0, parse_timeout_s=600.0)
+    try:
+        clean, _ = _ingest_timed(p, "b", "filing.pdf", unique_pdf(FILING, "clean"), timeout=600)
+        assert clean.state == JobState.DONE and clean.files[0].pages == 160
+        total_s = clean.timings["plan"] + clean.timings["parse"]
+    finally:
+        p.close()
+    p = _pipeline(make_settings(tmp_path / "budget"), page_timeout_s=600.0, parse_timeout_s=600.0,
+                  document_parse_timeout_s=total_s / 2)
+    try:
+        job_id = p.runner.submit("a", [Upload("filing.pdf", unique_pdf(FILING, "budget"), {}),
+                                       Upload("small.pdf", text_pdf("beside the filing"), {})])
+        job = wait_until(lambda: _finished(p, job_id), timeout=600, every=0.1)
+        filing, small = job.files
+        assert (filing.state, filing.error) == (FileState.FAILED, "too_complex"), (filing.state, filing.message)
+        assert "MMRAG_INGEST__DOCUMENT_PARSE_TIMEOUT_S" in filing.message and "in all" in filing.message
+        assert "stopped at reading the document" not in filing.message, filing.message  # batches were counted
+        assert small.state == FileState.DONE
+        wait_until(lambda: _busy(p) == 0, timeout=60, every=0.05)
+        after, _ = _ingest_timed(p, "a", "after.pdf", text_pdf("after the filing"), timeout=120)
+        assert after.state == JobState.DONE
+    finally:
+        p.close()
+
+
+def test_a_spent_budget_refuses_the_call_before_a_worker_starts():
+    from mmrag.config import IngestConfig
+    from mmrag.errors import TooComplex
+    from mmrag.jobs.parse_pool import DocumentBudget, ParsePool
+    from mmrag.jobs.parse_worker import ParseRequest
+
+    pool = ParsePool(idle=0)
+    try:
+        request = ParseRequest("pages", text_pdf("x"), "pdf", "x.pdf", IngestConfig(), doc_id="d", first=5, last=8)
+        with pytest.raises(TooComplex, match="DOCUMENT_PARSE_TIMEOUT_S") as caught:
+            pool.call(request, budget=DocumentBudget(limit_s=10.0, spent_s=10.5))
+        assert caught.value.detail == {"limit": "document_parse_timeout_s", "seconds": 10.0}
+        assert "pages 5-8" in caught.value.message and pool.busy == 0
+    finally:
+        pool.close()

@@ -115,8 +115,8 @@ def test_a_fault_in_the_owner_step_fails_the_file_and_the_job_ends(fake_pipeline
     job_id = p.runner.submit("c", [Upload("five.pdf", text_pdf("five", 5), {})])
     job = wait_until(lambda: _finished(p, job_id), timeout=60)
     f = job.files[0]
-    assert (f.state, f.error) == (FileState.FAILED, "internal_error")
-    assert "No space left on device" in (f.message or "") and job.state == JobState.FAILED  # its only file
+    assert (f.state, f.error) == (FileState.FAILED, "no_space")  # a full disk says so (issue 42)
+    assert "no space left on the data folder's disk" in (f.message or "") and job.state == JobState.FAILED
     assert points_per_page(p.store, "c") == {} and p.catalog.documents.listed("c") == []
     monkeypatch.setattr(p.catalog.documents, "add", add)
     retried = p.runner.submit("c", [Upload("five.pdf", text_pdf("five", 5), {})])

@@ -12,7 +12,9 @@ Refused:
   external workbooks, data connections, query tables, Power Query, mail merge sources; ODF
   references out of the package, DDE and database sources; formulas naming files or other
   workbooks);
-* SVG parts whose ``href`` is local.
+* SVG parts whose ``href`` is local;
+* VML pictures and shapes naming a file or a host, and pictures loaded from an external hyperlink
+  relationship: :mod:`mmrag.ingest.convert.vml_links` (a package-wide check, fed by the same scanner).
 
 Linked pictures and templates are common in real files and harmless once dead, so they are not
 refused: :func:`mmrag.ingest.convert.unlink.unlink_external` gives the converter a copy whose links
