@@ -32,7 +32,7 @@ from mmrag.backends import Backend, LocalBackend
 from mmrag.evaluate.answer_metrics import answer_metrics
 from mmrag.evaluate.metrics import mean_metrics, query_metrics
 from mmrag.evaluate.report import Report, write_jsonl, write_report
-from mmrag.evaluate.scope import document_ids, scope_filters
+from mmrag.evaluate.scope import scope_filters
 from mmrag.evaluate.stats import stage_latency_stats
 from mmrag.evaluate.suite import QAItem, Query, Suite
 from mmrag.evaluate.targets import Answerer, AnswerOutcome, Hit, SearchOutcome, SearchPipeline
@@ -87,7 +87,6 @@ def run_suite(
 
     with tempfile.TemporaryDirectory(prefix="mmrag-eval-") as scratch:  # renamed copies live through the ingest
         files = suite.documents(out_dir, Path(scratch))
-        ids = document_ids(files) if any(q.scope and q.scope.documents for q in suite.queries) else {}
         t0 = time.perf_counter()
         ingest = target.prepare(
             suite.corpus_name,
@@ -97,6 +96,7 @@ def run_suite(
         )
     ingest["seconds"] = time.perf_counter() - t0
 
+    ids = suite.scope_ids()
     query_rows = [_run_query(suite, target, q, ids) for q in _notify_each(suite.queries, "search", notify)]
     answer_rows: list[dict[str, Any]] = []
     if suite.qa and suite.spec.metrics.answers and target.can_answer:

@@ -12,6 +12,8 @@ dataset files it names. Dataset formats:
   a folder of its PDFs (``include``); judged like ``pdf-qrels`` with ``judge: document`` (each
   evidence page judges its document, and its page in ``page_metrics``). The questions stay where
   their authors' licence put them: nothing is copied into the suite.
+- ``mmlongbench``: MMLongBench-Doc's question file (:mod:`.mmlongbench`): each question scoped to its own
+  document and judged at page level.
 
 A query may carry a scope (documents and/or a page range, :mod:`.scope`). What ``suite.yaml`` may say is
 :mod:`.suite_spec`; queries, QA items and their files are :mod:`.queries`.
@@ -39,10 +41,11 @@ from mmrag.config import deep_merge
 from mmrag.errors import InvalidInput
 from mmrag.evaluate.beir import load_beir_corpus
 from mmrag.evaluate.financebench import load_financebench
+from mmrag.evaluate.mmlongbench import load_mmlongbench
 from mmrag.evaluate.qrels import expand_document_patterns, load_qrels, split_page_judgments
 from mmrag.evaluate.queries import QAItem, Query, load_qa, load_queries
 from mmrag.evaluate.renaming import new_names, rename_judgments, rename_key, stage
-from mmrag.evaluate.scope import check_scope
+from mmrag.evaluate.scope import check_scope, document_ids
 from mmrag.evaluate.suite_spec import DatasetSpec, MetricsSpec, PipelineSpec, SuiteSpec
 from mmrag.ingest.sniff import EXTENSIONS
 
@@ -53,6 +56,7 @@ DOCUMENT_SUFFIXES = tuple(EXTENSIONS)  # every kind ingestion accepts (mmrag.ing
 QuestionFile = Callable[[Path], tuple[list[Query], dict[str, dict[str, int]]]]
 QUESTION_FILES: dict[str, QuestionFile] = {  # a benchmark's own question file, read where it lies (under corpus)
     "financebench": load_financebench,
+    "mmlongbench": load_mmlongbench,
 }
 
 
@@ -94,6 +98,14 @@ class Suite:
         if self.spec.dataset.file_names == "original":
             return files
         return stage(files, self.names, (scratch or workdir) / f"{self.spec.dataset.file_names}-names")
+
+    def scope_ids(self) -> dict[str, str]:
+        """The document ids of the files its queries' scopes name (ingested name -> content-hash id); {} when no
+        query names a document (then nothing is read)."""
+        if not any(q.scope and q.scope.documents for q in self.queries):
+            return {}
+        files = list_documents(self.corpus_dir, self.spec.dataset.include)
+        return {self.names.get(name, name): doc_id for name, doc_id in document_ids(files).items()}
 
     def doc_key(self, filename: str, page: int) -> str:
         """The qrels id of a retrieved page."""

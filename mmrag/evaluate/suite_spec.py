@@ -14,9 +14,9 @@ from mmrag.evaluate.renaming import FileNames
 class DatasetSpec(BaseModel):
     """Where the documents, queries and judgments are."""
 
-    format: Literal["pdf-qrels", "beir", "financebench"] = "pdf-qrels"
+    format: Literal["pdf-qrels", "beir", "financebench", "mmlongbench"] = "pdf-qrels"
     """``pdf-qrels`` (documents + qrels keyed ``filename#page``), ``beir``, or a benchmark's own question file
-    read where it lies: ``financebench`` (:mod:`.financebench`)."""
+    read where it lies: ``financebench`` (:mod:`.financebench`), ``mmlongbench`` (:mod:`.mmlongbench`)."""
 
     @property
     def documents_folder(self) -> bool:
@@ -29,7 +29,7 @@ class DatasetSpec(BaseModel):
     queries: str = "queries.jsonl"
     """Queries, one JSON object a line: ``_id`` (or ``id``), ``text`` (or ``query``), optional ``tags``,
     ``split`` and ``scope`` (``{"documents": [file names], "pages": {"first", "last"}}``: :mod:`.scope`).
-    For a benchmark's own file (financebench): relative to ``corpus``."""
+    For a benchmark's own file (financebench, mmlongbench): relative to ``corpus``."""
     qrels: str = "qrels.tsv"
     """Judgments: ``query-id<TAB>corpus-id<TAB>score`` (header optional) or TREC ``qid 0 doc rel``."""
     qa: str | None = None
