@@ -201,11 +201,11 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         qa=load_qa(folder / ds.qa) if ds.qa else [],
         page_qrels=page_qrels,
     )
+    if ds.tags is not None or ds.exclude_tags:  # first: a suite of fewer documents leaves their questions out
+        select_tags(suite, ds.tags, ds.exclude_tags)
     check_suite(suite)
     if ds.documents_folder and ds.file_names != "original":
         rename_documents(suite)
-    if ds.tags is not None or ds.exclude_tags:
-        select_tags(suite, ds.tags, ds.exclude_tags)
     return select_split(suite, ds.split) if ds.split else suite
 
 
