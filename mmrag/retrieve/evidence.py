@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from mmrag.store.base import Hit
+from mmrag.store.base import Hit, score_order
 from mmrag.types import Evidence
 
 
 def rank_key(score: float, page_id: str) -> tuple[float, str]:
-    """The order of ranked pages: best first; equal scores (to 6 decimals) by page id, so both engines agree."""
-    return -round(score, 6), page_id
+    """The order of ranked pages: best first; equal scores (to 6 decimals) by page id, so both engines agree
+    (the store's own order, :func:`mmrag.store.base.score_order`)."""
+    return score_order(score, page_id)
 
 
 def order_hits(hits: list[Hit], top_k: int) -> list[Hit]:
