@@ -1,7 +1,8 @@
 """The learned page ranker, leave one company out (issue 27): page nDCG@5, Recall@5 and the share of
 questions whose judged page is outside the top 10, by today's order without the ranker (the first stage
 with the hand-set page prior: ``MMRAG_RETRIEVE__RANKING__RANKER=off``) and by a ranker trained on every *other*
-company (or document family) of the training suites; candidate recall of the first stage alone and with
+company (or document family; ``--fold-by kind``: kind of document, leave one kind out) of the training suites,
+never on a page of a document the scored fold asks about; candidate recall of the first stage alone and with
 the pages of its best documents; the ranker's cost per query. ``--check`` suites (written by others,
 never trained on) are scored once by the ranker trained on every training question.
 
@@ -9,6 +10,10 @@ Each suite is read from a data folder where ``mmrag eval run`` ingested it (``SU
 
     python -m bench.rank_folds --suite eval/suites/filings-lean@/tmp/lean \\
         --suite eval/suites/docling@/tmp/docling --check eval/suites/financebench-dev@/tmp/fb
+
+Leave one kind out on MMLongBench-Doc's shared third (each question searched within its document)::
+
+    python -m bench.rank_folds --suite eval/suites/mmlongbench-dev@/work/data-h3/data --fold-by kind
 
 Quality is deterministic (no rounds); intervals are 95 % bootstrap over questions, differences paired.
 ``--latency N`` times N rounds of every training question's search with the ranker and without,
@@ -54,18 +59,19 @@ def suite_arg(text: str) -> tuple[str, Path]:
     return suite, Path(data)
 
 
-def collect(spec: str, cache: Path | None = None) -> list[QuestionRows]:
+def collect(spec: str, cache: Path | None = None, fold_by: str = "company") -> list[QuestionRows]:
     """The suite's questions with their candidates (read from ``cache`` when it holds them, else written there)."""
+    key = spec if fold_by == "company" else f"{spec}|{fold_by}"
     if cache is not None and cache.is_file():
         with cache.open("rb") as f:
             cached: dict[str, list[QuestionRows]] = pickle.load(f)  # our own file of this run's questions
-        if spec in cached:
-            return cached[spec]
+        if key in cached:
+            return cached[key]
     suite_path, data_dir = suite_arg(spec)
     suite = load_suite(suite_path)
     _, pipeline = open_search_pipeline(data_dir)
     try:
-        got = collect_suite(pipeline.retriever, suite)
+        got = collect_suite(pipeline.retriever, suite, fold_by=fold_by)
     finally:
         pipeline.close()
     if cache is not None:
@@ -73,7 +79,7 @@ def collect(spec: str, cache: Path | None = None) -> list[QuestionRows]:
         if cache.is_file():
             with cache.open("rb") as f:
                 cached = pickle.load(f)
-        cached[spec] = got
+        cached[key] = got
         with cache.open("wb") as f:
             pickle.dump(cached, f)
     return got
@@ -90,6 +96,8 @@ def summary(scores: Sequence[QuestionScore], label: str) -> dict[str, Estimate]:
            f"{label}_delta": mean([r - b for r, b in zip(ranked, base, strict=True)]),
            f"{label}_recall5": mean([s.ranked["recall@5"] for s in scores]),
            f"{label}_recall5_base": mean([s.baseline["recall@5"] for s in scores]),
+           f"{label}_recall10": mean([s.ranked["recall@10"] for s in scores]),
+           f"{label}_recall10_base": mean([s.baseline["recall@10"] for s in scores]),
            f"{label}_outside10": mean([s.ranked["outside10"] for s in scores]),
            f"{label}_outside10_base": mean([s.baseline["outside10"] for s in scores]),
            f"{label}_doc_first": mean([s.ranked["doc_first"] for s in scores]),
@@ -193,13 +201,15 @@ def main() -> None:
     ap.add_argument("--scores-out", type=Path, default=None, help="write each question's scores here (JSON)")
     ap.add_argument("--against", type=Path, default=None,
                     help="another run's --scores-out: this run minus that one, paired by question")
+    ap.add_argument("--fold-by", default="company",
+                    help="tag family the folds follow (company, kind); a question without one: its document")
     ap.add_argument("--params", default="{}", help="LightGBM parameters over the shipped ones (JSON), e.g. "
                                                    '\'{"num_leaves": 7, "rounds": 100}\'')
     args = ap.parse_args()
     print(machine_line())
     params = json.loads(args.params)
     rounds = int(params.pop("rounds", ROUNDS))
-    questions = [q for spec in args.suite for q in collect(spec, args.cache)]
+    questions = [q for spec in args.suite for q in collect(spec, args.cache, args.fold_by)]
     print(f"{len(questions)} judged questions, {len({q.fold for q in questions})} folds")
     candidate_recall(questions)
     scores = cross_validate(questions, rounds=rounds, params=params)
@@ -215,7 +225,7 @@ def main() -> None:
     if args.model_out:
         full.save(args.model_out)
     for spec in args.check:
-        checked = collect(spec, args.cache)
+        checked = collect(spec, args.cache, args.fold_by)
         candidate_recall(checked)
         got = score_questions(checked, [full.score(q.rows) for q in checked])
         fold_table(got)

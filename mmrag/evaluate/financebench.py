@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmrag.errors import InvalidInput
-from mmrag.evaluate.suite import Query, _read_jsonl
+from mmrag.evaluate.queries import Query, read_jsonl
 
 
 def load_financebench(path: Path) -> tuple[list[Query], dict[str, dict[str, int]]]:
     """Queries and page judgments from FinanceBench's question file: each evidence page
-    (``evidence_page_num``, 0-based) of the question's ``doc_name`` is judged 1 (``file.pdf#page``, 1-based)."""
+    (``evidence_page_num``, 0-based) of the question's ``doc_name`` is judged 1 (``file.pdf#page``, 1-based).
+    Tags: ``kind:<question_type>`` and ``company:<company, lower-case>`` (``dataset.tags`` selects by them)."""
     queries: list[Query] = []
     qrels: dict[str, dict[str, int]] = {}
-    for row in _read_jsonl(path):
+    for row in read_jsonl(path):
         qid, text, doc = str(row.get("financebench_id", "")), str(row.get("question", "")), row.get("doc_name")
         if not qid or not text or not doc:
             raise InvalidInput(f"{path.name}: every question needs financebench_id, question and doc_name")

@@ -3,10 +3,12 @@
 For every judged question the retriever's own candidates and feature rows are collected
 (:meth:`mmrag.retrieve.search.Retriever.candidates` and
 :func:`mmrag.retrieve.rank_features.feature_matrix`: the code a search runs), labelled with the
-question's page judgments (0 for a page nobody judged). Each question belongs to a *fold*: its
-company (a ``company:<name>`` tag) or, where questions carry none, its judged document's family (the
-document's file name without extension), so that a ranker is always scored on companies or
-documents it was not trained on (:func:`fold_split`).
+question's page judgments (0 for a page nobody judged); a question with a scope (:mod:`.scope`) is
+searched within it, as the suite runs it. Each question belongs to a *fold*: its company (a
+``company:<name>`` tag; or another tag family, ``fold_by="kind"`` reads ``kind:<kind>``) or, where questions
+carry none, its judged document's family (the document's file name without extension), so that a ranker is
+always scored on companies, kinds or documents it was not trained on (:func:`fold_split`), and never trains
+on a page of a document the fold it scores asks about (:func:`cross_validate`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mmrag.evaluate.scope import scope_filters
 from mmrag.evaluate.suite import Query, Suite
 from mmrag.retrieve.rank_features import FEATURES, feature_matrix
 from mmrag.retrieve.search import Retriever
@@ -47,6 +50,8 @@ class JudgedQuestion:
     text: str
     judged: dict[str, int]  # ``file.pdf#page`` (basename, 1-based page) -> grade
     group: str | None = None  # its fold (company); None: the family of its best-judged document
+    document_ids: list[str] | None = None  # searched only within these documents (a suite query's scope)
+    pages: tuple[int, int] | None = None  # ... and these pages (1-based, inclusive)
 
     @property
     def fold(self) -> str:
@@ -68,20 +73,25 @@ def question_fold(query: Query, judged: Mapping[str, int]) -> str:
     return JudgedQuestion(query.id, query.text, dict(judged), company_tag(query)).fold
 
 
-def company_tag(query: Query) -> str | None:
+def company_tag(query: Query, family: str = "company") -> str | None:
+    """The value of the query's first ``<family>:<value>`` tag (``company:3m``, ``kind:brochure``); None if none."""
     for tag in query.tags:
-        if tag.startswith("company:") and tag != "company:":
-            return tag.removeprefix("company:")
+        if tag.startswith(f"{family}:") and tag != f"{family}:":
+            return tag.removeprefix(f"{family}:")
     return None
 
 
-def suite_questions(suite: Suite) -> list[JudgedQuestion]:
-    """The questions of ``suite`` that carry page judgments."""
+def suite_questions(suite: Suite, fold_by: str = "company") -> list[JudgedQuestion]:
+    """The questions of ``suite`` that carry page judgments, each within its scope; folds by their
+    ``<fold_by>:`` tag (else by document family)."""
     out = []
+    ids = suite.scope_ids()
     for query in suite.queries:
         judged = page_judgments(suite, query.id)
         if judged:
-            out.append(JudgedQuestion(query.id, query.text, judged, company_tag(query)))
+            scope = scope_filters(query.scope, ids)
+            out.append(JudgedQuestion(query.id, query.text, judged, company_tag(query, fold_by),
+                                      scope.get("document_ids"), scope.get("pages")))
     return out
 
 
@@ -93,7 +103,8 @@ def collect_questions(retriever: Retriever, corpus: str, questions: Sequence[Jud
     out = []
     files: dict[str, str] = {}  # document id -> its file's name (the judgments' key)
     for i, question in enumerate(questions):
-        request = SearchRequest(query=question.text, top_k=10, spaces=spaces)
+        request = SearchRequest(query=question.text, top_k=10, spaces=spaces, document_ids=question.document_ids,
+                                pages=question.pages)
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
         baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"  # on a copy: both set its limit
                     for h in retriever.prior_ranked(corpus, names, qin, replace(node), request)[0]]
@@ -113,9 +124,10 @@ def collect_questions(retriever: Retriever, corpus: str, questions: Sequence[Jud
     return out
 
 
-def collect_suite(retriever: Retriever, suite: Suite, corpus: str | None = None) -> list[QuestionRows]:
+def collect_suite(retriever: Retriever, suite: Suite, corpus: str | None = None,
+                  fold_by: str = "company") -> list[QuestionRows]:
     """:func:`collect_questions` of a suite's judged questions (default corpus: the suite's eval corpus)."""
-    return collect_questions(retriever, corpus or suite.corpus_name, suite_questions(suite),
+    return collect_questions(retriever, corpus or suite.corpus_name, suite_questions(suite, fold_by),
                              spaces=suite.spec.pipeline.spaces, suite=suite.name)
 
 
@@ -176,17 +188,39 @@ def score_questions(questions: Sequence[QuestionRows], scores: Sequence[np.ndarr
             for q, s in zip(questions, scores, strict=True)]
 
 
+def documents_of(questions: Iterable[QuestionRows]) -> set[str]:
+    """The files (``file.pdf``) the questions' judged pages are in: the documents they ask about."""
+    return {key.rpartition("#")[0] for q in questions for key, grade in q.judged.items() if grade > 0}
+
+
+def without_documents(question: QuestionRows, files: set[str]) -> QuestionRows:
+    """``question`` with no candidate page of ``files`` (a training question's rows beside a fold that asks about
+    them: a ranker never trains on a page of a document it is scored on)."""
+    keep = [i for i, key in enumerate(question.keys) if key.rpartition("#")[0] not in files]
+    if len(keep) == len(question.keys):
+        return question
+    return replace(question, rows=question.rows[keep], labels=question.labels[keep],
+                   keys=[question.keys[i] for i in keep], first=question.first[keep])
+
+
+def fold_training(pool: Iterable[QuestionRows], test: Sequence[QuestionRows]) -> list[QuestionRows]:
+    """What a fold's ranker trains on: the questions of ``pool`` in other folds than ``test``'s, without any
+    candidate page of a document ``test`` asks about (a question left with no candidate is dropped)."""
+    folds, asked = {q.fold for q in test}, documents_of(test)
+    return [t for q in pool if q.fold not in folds and len((t := without_documents(q, asked)).keys)]
+
+
 def cross_validate(questions: Sequence[QuestionRows], trainable: Sequence[QuestionRows] | None = None,
                    **train_options: object) -> list[QuestionScore]:
     """Leave one fold out: each fold of ``questions`` scored by a ranker trained on every other fold of
-    ``trainable`` (default ``questions``)."""
+    ``trainable`` (default ``questions``), without any candidate page of a document the fold asks about."""
     from mmrag.retrieve.ranker import train_ranker
 
     pool = list(trainable if trainable is not None else questions)
     out: list[QuestionScore] = []
     for fold in sorted({q.fold for q in questions}):
-        train = [q for q in pool if q.fold != fold]
         test = [q for q in questions if q.fold == fold]
+        train = fold_training(pool, test)
         ranker = train_ranker(*stack(train), **train_options)  # type: ignore[arg-type]
         out.extend(score_questions(test, [ranker.score(q.rows) for q in test]))
     return out

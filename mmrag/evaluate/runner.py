@@ -32,6 +32,7 @@ from mmrag.backends import Backend, LocalBackend
 from mmrag.evaluate.answer_metrics import answer_metrics
 from mmrag.evaluate.metrics import mean_metrics, query_metrics
 from mmrag.evaluate.report import Report, write_jsonl, write_report
+from mmrag.evaluate.scope import scope_filters
 from mmrag.evaluate.stats import stage_latency_stats
 from mmrag.evaluate.suite import QAItem, Query, Suite
 from mmrag.evaluate.targets import Answerer, AnswerOutcome, Hit, SearchOutcome, SearchPipeline
@@ -95,7 +96,8 @@ def run_suite(
         )
     ingest["seconds"] = time.perf_counter() - t0
 
-    query_rows = [_run_query(suite, target, q) for q in _notify_each(suite.queries, "search", notify)]
+    ids = suite.scope_ids()
+    query_rows = [_run_query(suite, target, q, ids) for q in _notify_each(suite.queries, "search", notify)]
     answer_rows: list[dict[str, Any]] = []
     if suite.qa and suite.spec.metrics.answers and target.can_answer:
         answer_rows = [_run_question(suite, target, item) for item in _notify_each(suite.qa, "answer", notify)]
@@ -116,12 +118,15 @@ def _notify_each(items: list[Any], stage: str, notify: ProgressCallback) -> Any:
         notify(ProgressEvent(stage, done, len(items), getattr(item, "id", "")))
 
 
-def _run_query(suite: Suite, target: Backend, query: Query) -> dict[str, Any]:
+def _run_query(suite: Suite, target: Backend, query: Query, ids: dict[str, str]) -> dict[str, Any]:
+    """One query (within its scope: ``ids`` maps the suite's file names to their document ids) -> its row."""
     spec = suite.spec.pipeline
     request = SearchRequest(query=query.text, top_k=spec.top_k, spaces=spec.spaces, weights=spec.weights,
-                            fusion=spec.fusion, rrf_k=spec.rrf_k)
+                            fusion=spec.fusion, rrf_k=spec.rrf_k, **scope_filters(query.scope, ids))
     judgments = suite.qrels.get(query.id, {})
     row: dict[str, Any] = {"id": query.id, "query": query.text, "tags": query.tags, "judgments": judgments}
+    if query.scope is not None:
+        row["scope"] = {"documents": list(query.scope.documents), "pages": query.scope.pages}
     t0 = time.perf_counter()
     try:
         outcome = SearchOutcome.of(target.search(suite.corpus_name, request))

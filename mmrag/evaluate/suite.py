@@ -12,6 +12,11 @@ dataset files it names. Dataset formats:
   a folder of its PDFs (``include``); judged like ``pdf-qrels`` with ``judge: document`` (each
   evidence page judges its document, and its page in ``page_metrics``). The questions stay where
   their authors' licence put them: nothing is copied into the suite.
+- ``mmlongbench``: MMLongBench-Doc's question file (:mod:`.mmlongbench`): each question scoped to its own
+  document and judged at page level.
+
+A query may carry a scope (documents and/or a page range, :mod:`.scope`). What ``suite.yaml`` may say is
+:mod:`.suite_spec`; queries, QA items and their files are :mod:`.queries`.
 
 Optionally a page-level QA file (``qa.jsonl``: ``id``, ``question``, ``answers``, ``evidence:
 [{"document", "page"}]``) drives the answer metrics. Relative dataset files resolve against the suite
@@ -24,127 +29,35 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from mmrag.config import deep_merge
 from mmrag.errors import InvalidInput
 from mmrag.evaluate.beir import load_beir_corpus
-from mmrag.evaluate.metrics import METRIC_NAMES
+from mmrag.evaluate.financebench import load_financebench
+from mmrag.evaluate.mmlongbench import load_mmlongbench
 from mmrag.evaluate.qrels import expand_document_patterns, load_qrels, split_page_judgments
-from mmrag.evaluate.renaming import FileNames, new_names, rename_judgments, rename_key, stage
+from mmrag.evaluate.queries import QAItem, Query, load_qa, load_queries
+from mmrag.evaluate.renaming import new_names, rename_judgments, rename_key, stage
+from mmrag.evaluate.scope import check_scope, document_ids
+from mmrag.evaluate.suite_spec import DatasetSpec, MetricsSpec, PipelineSpec, SuiteSpec
 from mmrag.ingest.sniff import EXTENSIONS
 
+__all__ = ["DatasetSpec", "MetricsSpec", "PipelineSpec", "QAItem", "Query", "Suite", "SuiteSpec",
+           "list_documents", "load_suite", "page_counts"]
+
 DOCUMENT_SUFFIXES = tuple(EXTENSIONS)  # every kind ingestion accepts (mmrag.ingest.sniff)
-
-
-class DatasetSpec(BaseModel):
-    """Where the documents, queries and judgments are."""
-
-    format: Literal["pdf-qrels", "beir", "financebench"] = "pdf-qrels"
-    """``pdf-qrels`` (documents + qrels keyed ``filename#page``), ``beir`` or ``financebench``."""
-
-    @property
-    def documents_folder(self) -> bool:
-        """The documents are files under ``corpus`` picked by ``include`` (every format but ``beir``)."""
-        return self.format != "beir"
-    corpus: str
-    """Folder of documents (pdf-qrels) or the BEIR folder. Relative: to the repository root."""
-    include: list[str] = Field(default_factory=lambda: ["**/*"])
-    """Glob patterns (relative to ``corpus``) of the documents to ingest (pdf-qrels)."""
-    queries: str = "queries.jsonl"
-    """Queries, one JSON object a line: ``_id`` (or ``id``), ``text`` (or ``query``), optional ``tags``."""
-    qrels: str = "qrels.tsv"
-    """Judgments: ``query-id<TAB>corpus-id<TAB>score`` (header optional) or TREC ``qid 0 doc rel``."""
-    qa: str | None = None
-    """Optional page-level QA file for answer metrics."""
-    split: str | None = None
-    """Run only the queries (and QA items) whose ``split`` field is this (e.g. ``tune`` or ``test``: a
-    tuning half and a held-apart half); None: all of them."""
-    file_names: FileNames = "original"
-    """Ingest the documents under other names (pdf-qrels): ``hashed`` (``<sha256 prefix>.pdf``) or
-    ``numbered`` (``report (3).pdf``); judgments, written against the real names, follow the bytes.
-    The runner copies the files under the new names before ingest (:mod:`.renaming`)."""
-    judge: Literal["page", "document"] = "page"
-    """``page``: qrels name pages (``filename#page``); ``document``: qrels name documents (a basename or a
-    glob pattern over basenames such as ``*2023 Q3 AAPL*``), a retrieved page counts for its document and
-    documents rank by their best page. BEIR suites always judge documents. In a ``document`` suite a
-    judgment may still name a page (``report.pdf#12``, a question about one page): the query is judged
-    at document level by that page's document and, in ``page_metrics``, at page level too."""
-
-
-class PipelineSpec(BaseModel):
-    """How the pipeline is configured and queried for this suite."""
-
-    spaces: list[str] | None = None
-    """Retrieval spaces (subset of text, bm25, clip, colpali); None: every space the corpus has."""
-    weights: dict[str, float] | None = None
-    """RRF weight per space (weighted requests use RRF)."""
-    fusion: Literal["dbsf", "rrf"] | None = None
-    """Fusion of the spaces' candidates; None: the pipeline's default (MMRAG_RETRIEVE__FUSION)."""
-    rrf_k: int | None = Field(None, ge=1, le=1000)
-    """RRF constant; None: the pipeline's default."""
-    top_k: int = Field(10, ge=1, le=1000)
-    """Results requested per query (should be >= the largest metric cutoff)."""
-    answer_top_k: int = Field(5, ge=1, le=100)
-    """Pages retrieved per QA question."""
-    corpus_name: str | None = None
-    """Corpus the documents are ingested into; default ``eval-<suite name>`` (plus a hash of ``corpus``)."""
-    corpus: dict[str, Any] = Field(default_factory=dict)
-    """CorpusConfig fields for the eval corpus when it is created: spaces, pool_factor,
-    prefetch_quantization, ... (a different config gets a different default corpus name)."""
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """Overrides of mmrag Settings (models, pooling, visual-token budget, ...), nested like Settings."""
-
-
-class MetricsSpec(BaseModel):
-    """Which metrics at which cutoffs."""
-
-    retrieval: list[str] = Field(default_factory=lambda: list(METRIC_NAMES))
-    """Metric families: ndcg, recall, precision, mrr, map."""
-    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
-    """Cutoffs."""
-    primary: str = "ndcg@10"
-    """Headline metric of reports and comparison plots."""
-    rank_by: Literal["score", "pipeline"] = "score"
-    """``score``: re-rank returned results by score, ties by doc id descending (trec_eval, reproducible
-    when a pipeline returns equal fused scores in arbitrary order); ``pipeline``: keep the returned order."""
-    answers: bool = True
-    """Evaluate answers when the dataset has a QA file and the target can answer."""
-
-
-class SuiteSpec(BaseModel):
-    """The content of ``suite.yaml``."""
-
-    name: str
-    description: str = ""
-    dataset: DatasetSpec
-    pipeline: PipelineSpec = Field(default_factory=lambda: PipelineSpec.model_validate({}))
-    metrics: MetricsSpec = Field(default_factory=MetricsSpec)
-    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Named overrides of the fields above (e.g. ``bm25: {pipeline: {spaces: [bm25]}}``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    id: str
-    text: str
-    tags: list[str] = field(default_factory=list)
-    split: str | None = None  # the half of the suite it belongs to (``dataset.split`` selects one)
-
-
-@dataclass(frozen=True, slots=True)
-class QAItem:
-    id: str
-    question: str
-    answers: list[str]
-    evidence: list[str]  # doc keys "filename#page"
-    tags: list[str] = field(default_factory=list)
-    split: str | None = None
+QuestionFile = Callable[[Path], tuple[list[Query], dict[str, dict[str, int]]]]
+QUESTION_FILES: dict[str, QuestionFile] = {  # a benchmark's own question file, read where it lies (under corpus)
+    "financebench": load_financebench,
+    "mmlongbench": load_mmlongbench,
+}
 
 
 @dataclass(slots=True)
@@ -185,6 +98,14 @@ class Suite:
         if self.spec.dataset.file_names == "original":
             return files
         return stage(files, self.names, (scratch or workdir) / f"{self.spec.dataset.file_names}-names")
+
+    def scope_ids(self) -> dict[str, str]:
+        """The document ids of the files its queries' scopes name (ingested name -> content-hash id); {} when no
+        query names a document (then nothing is read)."""
+        if not any(q.scope and q.scope.documents for q in self.queries):
+            return {}
+        files = list_documents(self.corpus_dir, self.spec.dataset.include)
+        return {self.names.get(name, name): doc_id for name, doc_id in document_ids(files).items()}
 
     def doc_key(self, filename: str, page: int) -> str:
         """The qrels id of a retrieved page."""
@@ -262,10 +183,8 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         corpus / "queries.jsonl" if ds.format == "beir" and ds.queries == "queries.jsonl" else folder / ds.queries
     )
     qrels_path = corpus / "qrels" / "test.tsv" if ds.format == "beir" and ds.qrels == "qrels.tsv" else folder / ds.qrels
-    if ds.format == "financebench":
-        from mmrag.evaluate.financebench import load_financebench
-
-        queries, qrels = load_financebench(corpus / ds.queries)
+    if ds.format in QUESTION_FILES:
+        queries, qrels = QUESTION_FILES[ds.format](corpus / ds.queries)
     else:
         queries, qrels = load_queries(queries_path), load_qrels(qrels_path)
     page_qrels: dict[str, dict[str, int]] = {}
@@ -282,6 +201,8 @@ def load_suite(path: Path | str, *, variant: str | None = None, corpus_dir: Path
         qa=load_qa(folder / ds.qa) if ds.qa else [],
         page_qrels=page_qrels,
     )
+    if ds.tags is not None or ds.exclude_tags:  # first: a suite of fewer documents leaves their questions out
+        select_tags(suite, ds.tags, ds.exclude_tags)
     check_suite(suite)
     if ds.documents_folder and ds.file_names != "original":
         rename_documents(suite)
@@ -295,6 +216,8 @@ def rename_documents(suite: Suite) -> None:
     suite.page_qrels = rename_judgments(suite.page_qrels, suite.names)
     suite.qa = [dataclasses.replace(item, evidence=[rename_key(e, suite.names) for e in item.evidence])
                 for item in suite.qa]
+    suite.queries = [q if q.scope is None else dataclasses.replace(q, scope=dataclasses.replace(
+        q.scope, documents=tuple(suite.names[d] for d in q.scope.documents))) for q in suite.queries]
 
 
 def select_split(suite: Suite, split: str) -> Suite:
@@ -303,75 +226,51 @@ def select_split(suite: Suite, split: str) -> Suite:
     if split not in splits:
         allowed = splits or "none (no query has a split field)"
         raise InvalidInput(f"suite {suite.name}: no query has split {split!r}; allowed: {allowed}")
-    keep = {q.id for q in suite.queries if q.split == split}
+    return _keep(suite, {q.id for q in suite.queries if q.split == split}, lambda item: item.split == split)
+
+
+def select_tags(suite: Suite, tags: list[str] | None, exclude: list[str]) -> Suite:
+    """The suite restricted to the queries (and QA items) carrying one of ``tags`` (None: any) and none of
+    ``exclude``; a tag that no query carries is refused (a misspelt selection would quietly shrink the suite)."""
+    carried = {t for q in suite.queries for t in q.tags}
+    unknown = sorted(set(tags or []) - carried) + sorted(set(exclude) - carried)
+    if unknown:
+        raise InvalidInput(f"suite {suite.name}: no query carries the tags {unknown[:5]}; tags the queries carry: "
+                           f"{sorted(carried)[:40]}", detail={"reason": "unknown_tag"})
+
+    def wanted(item_tags: list[str]) -> bool:
+        return (tags is None or bool(set(item_tags) & set(tags))) and not set(item_tags) & set(exclude)
+
+    return _keep(suite, {q.id for q in suite.queries if wanted(q.tags)}, lambda item: wanted(item.tags))
+
+
+def _keep(suite: Suite, keep: set[str], keep_qa: Callable[[QAItem], bool]) -> Suite:
     suite.queries = [q for q in suite.queries if q.id in keep]
     suite.qrels = {qid: judged for qid, judged in suite.qrels.items() if qid in keep}
     suite.page_qrels = {qid: judged for qid, judged in suite.page_qrels.items() if qid in keep}
-    suite.qa = [item for item in suite.qa if item.split == split]
+    suite.qa = [item for item in suite.qa if keep_qa(item)]
     return suite
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise InvalidInput(f"missing dataset file {path}")
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{path}:{number}: not JSON: {exc}") from exc
-    return rows
-
-
-def load_queries(path: Path) -> list[Query]:
-    """Queries from JSONL (BEIR ``_id``/``text`` or ``id``/``query``)."""
-    queries = []
-    for row in _read_jsonl(path):
-        qid = str(row.get("_id", row.get("id", "")))
-        text = row.get("text", row.get("query", ""))
-        if not qid or not text:
-            raise InvalidInput(f"{path}: every query needs an id (_id) and a text, got {row}")
-        tags = row.get("tags") or (row.get("metadata") or {}).get("tags") or []
-        split = row.get("split")
-        queries.append(Query(id=qid, text=str(text), tags=[str(t) for t in tags], split=str(split) if split else None))
-    return queries
-
-
-def load_qa(path: Path) -> list[QAItem]:
-    """Page-level QA items; evidence is a list of ``{"document", "page"}`` (or ``"file#page"``)."""
-    items: list[QAItem] = []
-    for row in _read_jsonl(path):
-        evidence = [
-            e if isinstance(e, str) else f"{Path(e['document']).name}#{int(e['page'])}" for e in row.get("evidence", [])
-        ]
-        answers = row.get("answers") or ([row["answer"]] if "answer" in row else [])
-        if not row.get("question") or not answers:
-            raise InvalidInput(f"{path}: every QA item needs a question and answers, got {row}")
-        items.append(
-            QAItem(
-                id=str(row.get("id", len(items) + 1)),
-                question=str(row["question"]),
-                answers=[str(a) for a in answers],
-                evidence=evidence,
-                tags=[str(t) for t in row.get("tags", [])],
-                split=str(row["split"]) if row.get("split") else None,
-            )
-        )
-    return items
-
-
 def check_suite(suite: Suite) -> None:
-    """Every judged query exists; for pdf-qrels every judged page exists in the corpus."""
+    """Every judged query exists; for a folder of documents every judged page exists in the corpus and
+    every query's scope holds pages of the suite's documents."""
     ids = {q.id for q in suite.queries}
     if len(ids) != len(suite.queries):
         raise InvalidInput(f"suite {suite.name}: duplicate query ids")
     unknown = sorted(set(suite.qrels) - ids)
     if unknown:
         raise InvalidInput(f"suite {suite.name}: qrels name unknown queries {unknown[:5]}")
+    scoped = [q for q in suite.queries if q.scope is not None]
     if not suite.spec.dataset.documents_folder:
+        if scoped:
+            raise InvalidInput(f"suite {suite.name}: query {scoped[0].id!r} has a scope; a beir suite's queries "
+                               f"cannot (its documents are rendered records)")
         return
     pages = page_counts(list_documents(suite.corpus_dir, suite.spec.dataset.include))
+    for query in suite.queries:
+        if query.scope is not None:
+            check_scope(query.id, query.scope, pages)
     keys = [doc for judged in suite.qrels.values() for doc in judged] + [e for qa in suite.qa for e in qa.evidence]
     if suite.spec.dataset.judge == "document":
         names = [k.rpartition("#")[0] if "#" in k else k for k in keys]

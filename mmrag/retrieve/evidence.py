@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
-from mmrag.store.base import Hit
+from typing import Any
+
+from mmrag.store.base import Hit, QueryNode, VectorStore, score_order
 from mmrag.types import Evidence
+
+TIE_MARGIN = 8  # extra results asked of the store beyond those kept, so a cut's ties are seen
+MAX_TIE_FETCH = 4096  # the most results one cut asks for while its tie runs on
 
 
 def rank_key(score: float, page_id: str) -> tuple[float, str]:
-    """The order of ranked pages: best first; equal scores (to 6 decimals) by page id, so both engines agree."""
-    return -round(score, 6), page_id
+    """The order of ranked pages: best first; equal scores (to 6 decimals) by page id, so both engines agree
+    (the store's own order, :func:`mmrag.store.base.score_order`)."""
+    return score_order(score, page_id)
 
 
 def order_hits(hits: list[Hit], top_k: int) -> list[Hit]:
     """The best ``top_k`` of ``hits`` by :func:`rank_key`."""
     return sorted(hits, key=lambda h: rank_key(h.score, h.payload.get("page_id", h.id)))[:top_k]
+
+
+def query_past_ties(store: VectorStore, corpus: str, node: QueryNode, keep: int, **options: Any) -> list[Hit]:
+    """The store's results of ``node`` with every page tied with the ``keep``-th, so that which tied pages a cut
+    keeps is decided by page id (:func:`order_hits`), never by the engine's internal order: asks for ``keep +
+    TIE_MARGIN``, and for twice as many while the last result returned still ties the ``keep``-th (up to
+    ``MAX_TIE_FETCH``). Sets ``node.limit``."""
+    limit = keep + TIE_MARGIN
+    while True:
+        node.limit = limit
+        hits = store.query(corpus, node, **options)  # in score order, ties by id
+        if len(hits) < limit or len(hits) <= keep or limit >= MAX_TIE_FETCH:
+            return hits
+        if round(hits[-1].score, 6) < round(hits[keep - 1].score, 6):
+            return hits
+        limit = min(2 * limit, MAX_TIE_FETCH)
 
 
 def merge_duplicates(evidence: list[Evidence]) -> list[Evidence]:
@@ -50,4 +72,4 @@ def annotate(evidence: list[Evidence], stage: str, table: dict[str, tuple[int, f
     return evidence
 
 
-__all__ = ["annotate", "merge_duplicates", "order_hits", "rank_table"]
+__all__ = ["TIE_MARGIN", "annotate", "merge_duplicates", "order_hits", "query_past_ties", "rank_table"]

@@ -22,7 +22,7 @@ from mmrag.errors import Conflict, InvalidInput, Unavailable
 from mmrag.imaging import decode_query_image
 from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, candidate_hit, gather_candidates, located
 from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
-from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, rank_key, rank_table
+from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, query_past_ties, rank_key, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
 from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
@@ -35,7 +35,6 @@ from mmrag.types import FUSIONS, MAX_RRF_K, MAX_WEIGHT, Evidence, EvidenceKind, 
 
 log = logging.getLogger(__name__)
 RANKER_FILE = "page_ranker.txt"  # a corpus's own ranker, in its folder (mmrag rank train --corpus)
-TIE_MARGIN = 8  # extra candidates fetched so that ties at the cut-off are broken the same way everywhere
 KINDS = tuple(k.value for k in EvidenceKind)
 
 
@@ -262,8 +261,8 @@ class Retriever:
         """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`)."""
         r = self.config.ranking
         depth = CandidateDepth(max(request.top_k, r.rank_depth), r.rank_documents, r.rank_document_pages)
-        node.limit = depth.first_stage + TIE_MARGIN
-        first = order_hits(located(self.catalog, corpus, self.store.query(corpus, node, payload=[])),
+        first = order_hits(located(self.catalog, corpus, query_past_ties(self.store, corpus, node,
+                                                                         depth.first_stage, payload=[])),
                            depth.first_stage)
         return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
                                  request_filter(request), first, fit, depth)
@@ -293,8 +292,8 @@ class Retriever:
         with_vectors = ["text"] if "text" in names and query.text else None
         prior = self.page_prior(query, node)
         fetch = max(request.top_k, prior.depth if prior.on else 0)
-        node.limit = max(node.limit, fetch) + TIE_MARGIN
-        hits = order_hits(self.store.query(corpus, node, with_vectors=with_vectors), fetch)
+        hits = order_hits(query_past_ties(self.store, corpus, node, max(node.limit, fetch), with_vectors=with_vectors),
+                          fetch)
         factors: dict[str, float] = {}
         if prior.on:
             head = hits[:prior.depth]

@@ -119,6 +119,18 @@ class Hit:
     vectors: dict[str, Any] = field(default_factory=dict)
 
 
+def score_order(score: float, key: str) -> tuple[float, str]:
+    """The order of scored results everywhere: best first; equal scores (to 6 decimals) by ``key`` (a point or
+    page id, which sort alike: a point id is its page id as a UUID), so a tie never falls to an engine's
+    internal order (segment, insertion, thread) and two searches, two stores, two engines agree."""
+    return -round(score, 6), key
+
+
+def in_score_order(hits: list[Hit]) -> list[Hit]:
+    """``hits`` as an engine returned them, each group of tied scores re-sorted by point id (:func:`score_order`)."""
+    return sorted(hits, key=lambda h: score_order(h.score, h.id))
+
+
 class VectorStore(abc.ABC):
     """Lifecycle: open once per process (embedded engines lock their folder), ``close`` at exit.
     Collections are named by corpus; all methods are thread-safe."""

@@ -18,7 +18,16 @@ import qdrant_edge as qe
 from mmrag.errors import NotFound
 from mmrag.store import edge_request as er
 from mmrag.store import qdrant_request as rq
-from mmrag.store.base import CollectionSpec, FilterSpec, Hit, PointRecord, QueryNode, VectorStore, VectorValue
+from mmrag.store.base import (
+    CollectionSpec,
+    FilterSpec,
+    Hit,
+    PointRecord,
+    QueryNode,
+    VectorStore,
+    VectorValue,
+    in_score_order,
+)
 
 
 def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
@@ -125,7 +134,7 @@ class EdgeStore(VectorStore):
             with_vector=with_vectors or False,
             params=er.search_params(rq.search_params(node)),
         )
-        return [rq.to_hit(p) for p in self._shard(name).query(request)]
+        return in_score_order([rq.to_hit(p) for p in self._shard(name).query(request)])
 
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
         return int(self._shard(name).count(qe.CountRequest(filter=_filter(flt), exact=True)))

@@ -14,7 +14,16 @@ from qdrant_client import QdrantClient, models
 
 from mmrag.errors import NotFound, Unavailable
 from mmrag.store import qdrant_request as rq
-from mmrag.store.base import CollectionSpec, FilterSpec, Hit, PointRecord, QueryNode, VectorStore, VectorValue
+from mmrag.store.base import (
+    CollectionSpec,
+    FilterSpec,
+    Hit,
+    PointRecord,
+    QueryNode,
+    VectorStore,
+    VectorValue,
+    in_score_order,
+)
 
 PREFIX = "mmrag_"
 
@@ -105,7 +114,7 @@ class QdrantClientStore(VectorStore):
                 with_payload=rq.with_payload(payload),
                 with_vectors=with_vectors or False, search_params=rq.search_params(node),
             )
-        return [rq.to_hit(p) for p in response.points]
+        return in_score_order([rq.to_hit(p) for p in response.points])
 
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
         with self._lock:

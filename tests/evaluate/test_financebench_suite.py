@@ -35,3 +35,19 @@ def test_a_question_without_its_document_is_refused(tmp_path: Path) -> None:
     (tmp_path / "suite.yaml").write_text("name: t\ndataset: {format: financebench, corpus: corpus, queries: q.jsonl}\n")
     with pytest.raises(InvalidInput, match="doc_name"):
         load_suite(tmp_path, corpus_dir=tmp_path / "corpus")
+
+
+def test_the_clean_companies_variant_keeps_only_questions_on_documents_no_ranker_trained_on() -> None:
+    clean = load_suite(SHARED, variant="clean-companies")
+    raw = [json.loads(line) for line in (clean.corpus_dir / "financebench-dev/questions.jsonl").read_text().splitlines()
+           if line.strip()]
+    wanted = {"AMD", "American Express", "Activision Blizzard", "CVS Health", "Kraft Heinz", "Walmart"}
+    assert [q.id for q in clean.queries] == [r["financebench_id"] for r in raw if r["company"] in wanted]
+    assert len(clean.queries) == 17 and set(clean.qrels) == {q.id for q in clean.queries}
+    filings = {p.name for p in (clean.corpus_dir / "filings" / "pdf").glob("*.pdf")}
+    asked = {k.partition("#")[0] for judged in [*clean.qrels.values(), *clean.page_qrels.values()] for k in judged}
+    assert asked and not asked & filings  # no question about a filing of the suite the shipped ranker trained on
+    assert len(clean.documents(Path("/nonexistent"))) == len(load_suite(SHARED).documents(Path("/nonexistent")))
+    off = load_suite(SHARED, variant="clean-companies-ranker-off")
+    assert [q.id for q in off.queries] == [q.id for q in clean.queries]
+    assert off.spec.pipeline.settings["retrieve"]["ranking"]["ranker"] == "off"

@@ -4,6 +4,7 @@ through the jobs pipeline and give the same metrics."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -30,18 +31,31 @@ def numbered_quick_suite(folder: Path) -> Path:
     spec = yaml.safe_load((folder / "suite.yaml").read_text())
     spec["variants"]["quick-numbered"] = {**spec["variants"]["quick"], "metrics": {"answers": False}}
     spec["variants"]["quick-numbered"]["dataset"] = {**spec["variants"]["quick"]["dataset"], "file_names": "numbered"}
+    scoped = [{**json.loads(line), "scope": {"documents": ["multi_page.pdf"], "pages": {"first": 2, "last": 4}}}
+              for line in (folder / "quick-queries.jsonl").read_text().splitlines()]  # within one document's pages
+    (folder / "quick-scoped-queries.jsonl").write_text("".join(json.dumps(row) + "\n" for row in scoped))
+    spec["variants"]["quick-scoped"] = {**spec["variants"]["quick"], "metrics": {"answers": False}}
+    spec["variants"]["quick-scoped"]["dataset"] = {**spec["variants"]["quick"]["dataset"],
+                                                   "queries": "quick-scoped-queries.jsonl"}
     (folder / "suite.yaml").write_text(yaml.safe_dump(spec))
     return folder
+
+
+def scoped_hits(run: Path) -> set[tuple[str, int]]:
+    rows = [json.loads(line) for line in (run / "queries.jsonl").read_text().splitlines()]
+    return {(hit["doc"].partition("#")[0], hit["page"]) for row in rows for hit in row["ranking"]}
 
 
 def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path: Path, minilm, corpus_dir) -> None:
     suite = load_suite(SUITE, variant="quick", corpus_dir=corpus_dir)
     numbered = load_suite(numbered_quick_suite(tmp_path / "suite"), variant="quick-numbered", corpus_dir=corpus_dir)
+    scoped = load_suite(tmp_path / "suite", variant="quick-scoped", corpus_dir=corpus_dir)
     pipeline = build_pipeline(make_settings(tmp_path / "local"), embedders={"text": minilm})
     try:
         local = run_suite(suite, pipeline, tmp_path / "local-run", answerer=pipeline.answers, plots=False)
         jobs = pipeline.jobs.list_jobs(suite.corpus_name)
         local_numbered = run_suite(numbered, pipeline, tmp_path / "local-numbered", plots=False)
+        local_scoped = run_suite(scoped, pipeline, tmp_path / "local-scoped", plots=False)
     finally:
         pipeline.close()
     assert len(jobs) == 1 and jobs[0].pages_done == 7  # in-process evaluation ingested through one job
@@ -52,6 +66,7 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
         rest_numbered = run_suite(numbered, target, tmp_path / "rest-numbered", plots=False)
         listed = sorted(d["filename"] for d in target.client.documents(numbered.corpus_name))
         rest = run_suite(suite, target, tmp_path / "rest-run", plots=False)
+        rest_scoped = run_suite(scoped, target, tmp_path / "rest-scoped", plots=False)
         again = target.prepare(suite.corpus_name, suite.documents(tmp_path), lambda *_: None)
         fake = tmp_path / "fake.png"
         fake.write_bytes(b"text, not an image")
@@ -66,6 +81,11 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
     # under numbered names: the same copies go to the server as to the in-process jobs, judged by their bytes
     assert numbered.corpus_name == "eval-docling-quick-numbered" and listed == ["report (1).pdf", "report (2).pdf"]
     assert rest_numbered.metrics == pytest.approx(local_numbered.metrics) and local_numbered.metrics["ndcg@5"] > 0.5
+    # a per-query scope (one document, pages 2..4) reaches the search in-process and over REST alike
+    assert scoped_hits(tmp_path / "local-scoped") == scoped_hits(tmp_path / "rest-scoped")
+    assert {doc for doc, _ in scoped_hits(tmp_path / "rest-scoped")} == {"multi_page.pdf"}
+    assert {page for _, page in scoped_hits(tmp_path / "rest-scoped")} == {2, 3, 4}
+    assert rest_scoped.metrics == pytest.approx(local_scoped.metrics)
     assert rest.data["ingest"]["pages"] == local.data["ingest"]["pages"] == 7
     assert rest.data["answer_modes"] == local.data["answer_modes"] == {"extractive": len(suite.qa)}
     assert rest.data["config"]["target"] == f"api {server.url}"

@@ -1,0 +1,96 @@
+"""The same search twice returns the same ranking: ties are broken by page id wherever the engine or the
+project orders results (issue 40), so identical pages come back in one order, whichever order they were
+stored in and however the cut falls inside the tie."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from mmrag.config import RankingConfig
+from mmrag.retrieve.evidence import order_hits, query_past_ties, rank_key
+from mmrag.store.base import Hit, QueryNode, in_score_order
+from mmrag.types import SearchRequest
+
+SAME = "Regional revenue grew in the northern region while costs stayed flat across the quarter."
+
+
+def test_tied_hits_are_ordered_by_id_and_the_rest_keep_their_score_order() -> None:
+    ids = [f"{i:08x}-0000-0000-0000-000000000000" for i in range(12)]
+    hits = [Hit(i, 0.5, {}) for i in ids[:8]] + [Hit(ids[8], 0.9, {}), Hit(ids[9], 0.1, {}),
+                                                 Hit(ids[10], 0.5 + 1e-9, {}), Hit(ids[11], 0.7, {})]
+    for seed in range(5):
+        shuffled = hits[:]
+        random.Random(seed).shuffle(shuffled)
+        got = in_score_order(shuffled)
+        assert [h.id for h in got] == [ids[8], ids[11], *ids[:8], ids[10], ids[9]]  # 0.5 + 1e-9 ties 0.5
+    assert rank_key(0.5, "b") < rank_key(0.5, "c") and rank_key(0.6, "z") < rank_key(0.5, "a")
+
+
+class CutStore:
+    """A store that returns ``limit`` results of a long tie in an order of its own (as an engine's internal order
+    would), recording the limits asked for."""
+
+    def __init__(self, scores: list[float]) -> None:
+        self.hits = [Hit(f"{i:032x}", s, {}) for i, s in enumerate(scores)]
+        self.limits: list[int] = []
+
+    def query(self, corpus: str, node: QueryNode, **_: object) -> list[Hit]:
+        self.limits.append(node.limit)
+        ranked = sorted(self.hits, key=lambda h: (-h.score, h.id[::-1]))  # ties in an order that is not by id
+        return in_score_order(ranked[:node.limit])
+
+
+def test_a_cut_inside_a_tie_asks_for_more_until_the_whole_tie_is_seen() -> None:
+    store = CutStore([0.9, *[0.5] * 40, 0.1])
+    got = query_past_ties(store, "c", QueryNode(limit=1), 5)  # type: ignore[arg-type]
+    assert store.limits == [13, 26, 52]  # 13 and 26 end inside the tie of 40
+    assert [h.id for h in order_hits(got, 5)] == [f"{i:032x}" for i in range(5)]  # the tie's first ids, by id
+    short = CutStore([0.9, 0.8, 0.7, *[0.5] * 40])
+    query_past_ties(short, "c", QueryNode(limit=1), 2)  # type: ignore[arg-type]
+    assert short.limits == [10]  # the cut falls between two scores: one query
+
+
+def pdf(title: str, extra: list[str]) -> bytes:
+    doc = pymupdf.open()
+    for text in [*[SAME] * 12, *extra]:  # 12 identical pages: one tie in every space
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 700), text)
+    doc.set_metadata({"title": title})
+    return doc.tobytes()
+
+
+@pytest.fixture()
+def twins(pipeline):
+    """Corpus ``ab`` holds a.pdf then b.pdf, ``ba`` the same files stored in the other order."""
+    files = {"a.pdf": pdf("a", ["Unrelated: a recipe for bread."]), "b.pdf": pdf("b", ["Unrelated: tide tables."])}
+    for corpus, order in (("ab", ["a.pdf", "b.pdf"]), ("ba", ["b.pdf", "a.pdf"])):
+        pipeline.corpora.create_corpus(corpus)
+        for name in order:
+            pipeline.ingest.file_bytes(corpus, files[name], name)
+    return pipeline
+
+
+def ranking(pipeline, corpus: str, request: SearchRequest) -> list[tuple[str, int, float]]:
+    return [(Path(e.filename).name, e.page, round(e.score, 6)) for e in pipeline.search(corpus, request).evidence]
+
+
+@pytest.mark.parametrize("ranker", ["shipped", "off"])
+@pytest.mark.parametrize("spaces", [None, ["bm25"], ["text"]])
+def test_identical_pages_come_back_in_one_order_twice_and_in_either_store_order(twins, ranker, spaces) -> None:
+    twins.retriever.config = twins.retriever.config.model_copy(update={"ranking": RankingConfig(ranker=ranker)})
+    for top_k in (5, 30):  # a cut inside the tie of 24 pages, and every page
+        request = SearchRequest(query="revenue in the northern region", top_k=top_k, spaces=spaces)
+        first = ranking(twins, "ab", request)
+        assert min(top_k, 24) <= len(first) <= min(top_k, 26)  # BM25 returns only the 24 matching pages
+        assert ranking(twins, "ab", request) == first  # the same search twice
+        assert ranking(twins, "ba", request) == first  # stored in the other order
+    evidence = twins.search("ab", SearchRequest(query="revenue in the northern region", top_k=30, spaces=spaces))
+    groups: dict[float, list[str]] = {}
+    for e in evidence.evidence:
+        groups.setdefault(round(e.score, 6), []).append(e.page_id)
+    assert all(ids == sorted(ids) for ids in groups.values())  # every tie in page id order
+    if ranker == "off":  # the first stage scores the 24 identical pages alike (the ranker reads their positions)
+        assert max(len(ids) for ids in groups.values()) >= 12
