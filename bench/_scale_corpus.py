@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -61,10 +62,22 @@ class BaseDocument:
 
 
 def copy_data_folder(base: Path, data_dir: Path) -> None:
-    """The benchmark's data folder starts as a copy of the real ingest (closed: nothing else has it open)."""
+    """The benchmark's data folder starts as a copy of the real ingest (closed: nothing else has it open),
+    without its job state and spool: an ingest stopped part way is not resumed (:func:`drop_unlisted`)."""
     if data_dir.exists():
         shutil.rmtree(data_dir)
-    shutil.copytree(base, data_dir, ignore=shutil.ignore_patterns("owner.lock", "spool"))
+    shutil.copytree(base, data_dir, ignore=shutil.ignore_patterns("owner.lock", "spool", "jobs.sqlite3*"))
+
+
+def drop_unlisted(pipeline: Pipeline, corpus: str) -> int:
+    """Delete the points of documents the catalog does not list (the files an ingest stopped part way had not
+    finished: the base is the documents it completed); returns how many documents."""
+    listed = {d.id for d in pipeline.catalog.documents.listed(corpus, limit=1_000_000)}
+    found = {h.payload["document_id"] for h in pipeline.store.scroll(corpus, limit=1_000_000)}
+    unlisted = sorted(found - listed)
+    if unlisted:
+        pipeline.store.delete(corpus, FilterSpec(match={"document_id": unlisted}))
+    return len(unlisted)
 
 
 def vector_names(pipeline: Pipeline, corpus: str) -> list[str]:
@@ -171,13 +184,15 @@ def copies(base: list[BaseDocument], first: int = 1) -> Iterator[tuple[int, Base
 
 
 def grow(pipeline: Pipeline, corpus: str, todo_copies: Iterator[tuple[int, BaseDocument]], target_pages: int,
-         rng: np.random.Generator, batch_docs: int = 32) -> int:
+         rng: np.random.Generator, batch_docs: int = 32) -> dict[str, float]:
     """Add the next copies of :func:`copies` until ``corpus`` has at least ``target_pages`` pages, then end as a
-    job ends (re-weight if BM25's average drifted, optimise); returns the documents added."""
+    job ends (re-weight if BM25's average drifted, optimise); returns the documents added and the seconds of
+    the writes, the re-weight (0 when the average had not drifted) and the optimisation."""
     catalog, store = pipeline.catalog, pipeline.store
     space = pipeline.retriever.corpus_spaces(catalog.corpora.config(corpus)).get("document")
     pages = corpus_pages(pipeline, corpus)
     added = 0
+    t0 = time.perf_counter()
     embedded_with = bm25_stats.indexing_config(catalog, corpus, catalog.corpora.config(corpus))
     while pages < target_pages:
         todo: list[tuple[int, BaseDocument]] = []
@@ -193,6 +208,9 @@ def grow(pipeline: Pipeline, corpus: str, todo_copies: Iterator[tuple[int, BaseD
             catalog.documents.add(corpus, doc)
             pages += len(doc.pages)
             added += 1
-    bm25_stats.maybe_reweight(catalog, store, corpus)  # as JobWriter._maybe_finish_job
+    t1 = time.perf_counter()
+    reweighted = bm25_stats.maybe_reweight(catalog, store, corpus)  # as JobWriter._maybe_finish_job
+    t2 = time.perf_counter()
     store.optimize(corpus)
-    return added
+    return {"documents": added, "write_s": t1 - t0, "reweight_s": 0.0 if reweighted is None else t2 - t1,
+            "optimize_s": time.perf_counter() - t2}

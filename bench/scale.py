@@ -26,13 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bench._scale_corpus import copies, copy_data_folder, corpus_pages, grow, load_base, vector_names
+from bench._scale_corpus import copies, copy_data_folder, corpus_pages, drop_unlisted, grow, load_base, vector_names
 from bench._scale_measure import (
     ARMS,
     Searchers,
@@ -68,7 +67,7 @@ class SizeRow:
     delete_s: list[float]
     reweight_s: float
     disk_bytes: int
-    grow_s: float
+    grown: dict[str, float]  # the growth step that reached this size: documents added, seconds per part
     start: dict[str, float]
     vectors: dict[str, float]  # bytes per page of each named vector
     disk_parts: dict[str, int] = field(default_factory=dict)
@@ -83,7 +82,8 @@ class SizeRow:
             out[f"{arm}_p99_ms"] = float(np.percentile(xs, 99))
         out.update(recall10=float(np.mean(self.recall10)), recall10_min=float(np.min(self.recall10)),
                    upload_s=float(np.median(self.upload_s)), delete_s=float(np.median(self.delete_s)),
-                   reweight_s=self.reweight_s, disk_per_page=self.disk_bytes / self.pages, grow_s=self.grow_s,
+                   reweight_s=self.reweight_s, disk_per_page=self.disk_bytes / self.pages,
+                   grow_optimize_s=self.grown["optimize_s"],
                    start_s=self.start["ready_s"], rss_gb=self.start["rss_gb"], rss_bench_gb=self.rss_bench_gb,
                    vectors_per_page=sum(self.vectors.values()), load=self.load)
         return out
@@ -112,11 +112,11 @@ def search_settings(data_dir: Path) -> Settings:
 
 
 def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str], args: argparse.Namespace,
-            grow_s: float) -> tuple[SizeRow, Pipeline]:
+            grown: dict[str, float]) -> tuple[SizeRow, Pipeline]:
     """Every measurement at the corpus's current size; the start-up closes the pipeline and opens it again
     (returned)."""
     pages, docs = corpus_pages(pipeline, corpus), pipeline.catalog.documents.listed(corpus, limit=1_000_000)
-    print(f"== {pages:,} pages, {len(docs):,} documents (grown in {grow_s:.1f} s); {machine_line()}", flush=True)
+    print(f"== {pages:,} pages, {len(docs):,} documents (grown by {grown}); {machine_line()}", flush=True)
     pipeline.warm_up()
     searchers = Searchers.of(pipeline)
     originals = [d.id for d in docs[:args.base_documents]]
@@ -137,7 +137,7 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     disk = folder_bytes(data_dir)
     parts = disk_by_vector(data_dir / "qdrant-edge" / corpus)
     start = startup(data_dir, corpus, queries)
-    row = SizeRow(pages, len(docs), ms, recall, up, dele, reweight, disk, grow_s, start, vectors, parts, bench_rss,
+    row = SizeRow(pages, len(docs), ms, recall, up, dele, reweight, disk, grown, start, vectors, parts, bench_rss,
                   os.getloadavg()[0])
     print(f"  reweight {reweight:.2f} s; disk {disk / pages:,.0f} B/page; start-up {start}", flush=True)
     print("  vectors per page (B): " + ", ".join(f"{k} {v:,.0f}" for k, v in vectors.items())
@@ -192,15 +192,15 @@ def run(args: argparse.Namespace) -> list[SizeRow]:
     pipeline = build_pipeline(search_settings(args.data_dir))
     rows = []
     try:
+        dropped = drop_unlisted(pipeline, args.corpus)
         base = load_base(pipeline, args.corpus)
         args.base_documents = len(base)
-        print(f"base: {len(base)} documents, {sum(len(b.pages) for b in base):,} pages from {args.base}; "
-              f"{len(queries)} queries; {machine_line()}", flush=True)
+        print(f"base: {len(base)} documents, {sum(len(b.pages) for b in base):,} pages from {args.base} ({dropped} "
+              f"unfinished documents of its ingest left out); {len(queries)} queries; {machine_line()}", flush=True)
         todo, rng = copies(base), np.random.default_rng(args.seed)
         for size in sizes:
-            t0 = time.perf_counter()
-            grow(pipeline, args.corpus, todo, size, rng)
-            row, pipeline = measure(pipeline, args.data_dir, args.corpus, queries, args, time.perf_counter() - t0)
+            grown = grow(pipeline, args.corpus, todo, size, rng)
+            row, pipeline = measure(pipeline, args.data_dir, args.corpus, queries, args, grown)
             rows.append(row)
     finally:
         pipeline.close()
