@@ -104,13 +104,14 @@ def exact(node: QueryNode) -> QueryNode:
     return full
 
 
-def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10) -> list[float]:
+def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10,
+              spaces: list[str] | None = None) -> list[float]:
     """Per query: the share of the exhaustive search's top ``k`` pages that the approximate search finds, for
-    the first stage of the product's default plan (every space, document stage, fusion: one query)."""
+    the first stage of the product's plan (default: every space, document stage, fusion: one query)."""
     r = searchers.pipeline.retriever
     out = []
     for q in queries:
-        *_, node = r.prepare(corpus, SearchRequest(query=q, top_k=k))
+        *_, node = r.prepare(corpus, SearchRequest(query=q, top_k=k, spaces=spaces))
         node.limit = k
         approx = {h.id for h in r.store.query(corpus, node, payload=[])}
         full = [h.id for h in r.store.query(corpus, exact(node), payload=[])]

@@ -63,6 +63,7 @@ class SizeRow:
     documents: int
     ms: dict[str, list[float]]
     recall10: list[float]
+    recall10_text: list[float]  # the text space alone (no document stage, no fusion)
     upload_s: list[float]
     delete_s: list[float]
     reweight_s: float
@@ -81,6 +82,7 @@ class SizeRow:
             out[f"{arm}_p50_ms"] = float(np.percentile(xs, 50))
             out[f"{arm}_p99_ms"] = float(np.percentile(xs, 99))
         out.update(recall10=float(np.mean(self.recall10)), recall10_min=float(np.min(self.recall10)),
+                   recall10_text=float(np.mean(self.recall10_text)),
                    upload_s=float(np.median(self.upload_s)), delete_s=float(np.median(self.delete_s)),
                    reweight_s=self.reweight_s, disk_per_page=self.disk_bytes / self.pages,
                    grow_optimize_s=self.grown["optimize_s"],
@@ -126,7 +128,9 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
             search(corpus, request)
     ms = latencies(searchers, corpus, queries, originals, args.rounds)
     recall = recall_at(searchers, corpus, queries[:args.recall_queries])
-    print(f"  recall@10 vs exhaustive: mean {np.mean(recall):.4f}, min {np.min(recall):.2f}", flush=True)
+    recall_text = recall_at(searchers, corpus, queries[:args.recall_queries], spaces=["text"])
+    print(f"  recall@10 vs exhaustive: default plan mean {np.mean(recall):.4f} min {np.min(recall):.2f}; text alone "
+          f"mean {np.mean(recall_text):.4f} min {np.min(recall_text):.2f}", flush=True)
     up, dele = upload_and_delete(pipeline, corpus, args.upload, args.uploads)
     print(f"  upload to searchable {[round(x, 2) for x in up]} s; delete {[round(x, 3) for x in dele]} s", flush=True)
     reweight = forced_reweight(pipeline, corpus)
@@ -137,8 +141,8 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     disk = folder_bytes(data_dir)
     parts = disk_by_vector(data_dir / "qdrant-edge" / corpus)
     start = startup(data_dir, corpus, queries)
-    row = SizeRow(pages, len(docs), ms, recall, up, dele, reweight, disk, grown, start, vectors, parts, bench_rss,
-                  os.getloadavg()[0])
+    row = SizeRow(pages, len(docs), ms, recall, recall_text, up, dele, reweight, disk, grown, start, vectors, parts,
+                  bench_rss, os.getloadavg()[0])
     print(f"  reweight {reweight:.2f} s; disk {disk / pages:,.0f} B/page; start-up {start}", flush=True)
     print("  vectors per page (B): " + ", ".join(f"{k} {v:,.0f}" for k, v in vectors.items())
           + " | shard on disk by part (B/page): "
@@ -202,6 +206,8 @@ def run(args: argparse.Namespace) -> list[SizeRow]:
             grown = grow(pipeline, args.corpus, todo, size, rng)
             row, pipeline = measure(pipeline, args.data_dir, args.corpus, queries, args, grown)
             rows.append(row)
+            args.out.mkdir(parents=True, exist_ok=True)  # what is measured so far, should a larger size fail
+            (args.out / "scale.partial.json").write_text(json.dumps([asdict(r) for r in rows]))
     finally:
         pipeline.close()
     return rows
