@@ -153,10 +153,20 @@ def noisy(value: VectorValue, rng: np.random.Generator) -> VectorValue:
     return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
+def copy_id(base_id: str, k: int) -> str:
+    """The document id of copy ``k`` of document ``base_id`` (copy 0: the document itself)."""
+    return base_id if k == 0 else sha256_hex(f"bench-scale copy {k} of {base_id}".encode())[:32]
+
+
+def originals(base: list[BaseDocument], copies_made: int) -> dict[str, str]:
+    """Document id -> the id of the real document it copies, for copies ``0..copies_made``."""
+    return {copy_id(b.info.id, k): b.info.id for b in base for k in range(copies_made + 1)}
+
+
 def copy_document(base: BaseDocument, k: int, rng: np.random.Generator,
                   document_vectors: dict[str, VectorValue]) -> tuple[Document, list[PointRecord]]:
     """Copy ``k`` of ``base``: the document (pages re-identified) and its points."""
-    doc_id = sha256_hex(f"bench-scale copy {k} of {base.info.id}".encode())[:32]
+    doc_id = copy_id(base.info.id, k)
     metadata, filename = perturb(base.info.metadata, base.info.filename, k)
     pages = [replace(p, id=page_id(doc_id, p.number), document_id=doc_id, image_png=None) for p in base.pages]
     doc = Document(id=doc_id, filename=filename, media_type=base.info.media_type, size_bytes=base.info.size_bytes,

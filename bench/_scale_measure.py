@@ -15,15 +15,16 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mmrag.jobs import bm25_stats
 from mmrag.pipeline import Pipeline
 from mmrag.retrieve import Retriever
-from mmrag.store.base import QueryNode
+from mmrag.store.base import Hit, QueryNode
 from mmrag.types import SearchRequest
 
 ARMS = ("hybrid_ranker", "hybrid", "text", "filter")
@@ -104,19 +105,32 @@ def exact(node: QueryNode) -> QueryNode:
     return full
 
 
-def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10,
-              spaces: list[str] | None = None) -> list[float]:
+def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10, spaces: list[str] | None = None,
+              original: Mapping[str, str] | None = None) -> tuple[list[float], list[float]]:
     """Per query: the share of the exhaustive search's top ``k`` pages that the approximate search finds, for
-    the first stage of the product's plan (default: every space, document stage, fusion: one query)."""
+    the first stage of the product's plan (default: every space, document stage, fusion: one query); as
+    points, and as page contents (``original``: document id -> the real document it copies; a copy of the
+    page found in its place counts: the copies' vectors differ by noise alone)."""
     r = searchers.pipeline.retriever
-    out = []
+    points, contents = [], []
     for q in queries:
         *_, node = r.prepare(corpus, SearchRequest(query=q, top_k=k, spaces=spaces))
         node.limit = k
-        approx = {h.id for h in r.store.query(corpus, node, payload=[])}
-        full = [h.id for h in r.store.query(corpus, exact(node), payload=[])]
-        out.append(len(approx & set(full)) / len(full) if full else 1.0)
-    return out
+        fields = ["document_id", "page"]
+        approx = r.store.query(corpus, node, payload=fields)
+        full = r.store.query(corpus, exact(node), payload=fields)
+
+        def content(h: Hit) -> tuple[str, int]:
+            doc = h.payload["document_id"]
+            return (original or {}).get(doc, doc), int(h.payload["page"])
+
+        points.append(_share({h.id for h in approx}, {h.id for h in full}))
+        contents.append(_share({content(h) for h in approx}, {content(h) for h in full}))
+    return points, contents
+
+
+def _share(found: set[Any], wanted: set[Any]) -> float:
+    return len(found & wanted) / len(wanted) if wanted else 1.0
 
 
 def upload_and_delete(pipeline: Pipeline, corpus: str, pdf: Path, rounds: int) -> tuple[list[float], list[float]]:
@@ -165,15 +179,14 @@ def vector_footprint(pipeline: Pipeline, corpus: str, names: list[str], sample: 
 
 
 def disk_by_vector(shard: Path) -> dict[str, int]:
-    """Bytes on disk of the shard's segments by what they hold (vector storage and index per named vector,
-    payload, id tracker...), from the segment folders' names."""
+    """Bytes on disk of the shard's segments by part (``vector_storage-text``, ``payload_storage``, the HNSW
+    index of each vector...), summed over segments; largest first."""
     out: dict[str, int] = {}
     for p in shard.rglob("*"):
-        if not p.is_file():
-            continue
-        part = next((x for x in p.relative_to(shard).parts if "-" in x or x.startswith(("payload", "id_"))),
-                    p.relative_to(shard).parts[-1])
-        out[part] = out.get(part, 0) + p.stat().st_blocks * 512
+        if p.is_file():
+            rel = p.relative_to(shard).parts
+            key = rel[2] if rel[0] == "segments" and len(rel) > 3 else rel[-1]
+            out[key] = out.get(key, 0) + p.stat().st_blocks * 512
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 

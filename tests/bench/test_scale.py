@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bench import scale
-from bench._scale_corpus import perturb
+from bench._scale_corpus import load_base, originals, perturb
 from bench._scale_measure import ARMS
 from mmrag.config import CorpusConfig
 from mmrag.pipeline import build_pipeline
@@ -45,6 +45,9 @@ def test_sizes_grow_in_order_and_every_page_is_one_point(measured) -> None:
         assert len({d.id for d in docs}) == len(docs) == rows[1].documents  # the upload was deleted again
         names = [d.filename for d in docs]
         assert len(set(names)) == len(names)  # every copy is a distinct document, facts and name perturbed
+        base = [d.id for d in docs[:2]]  # the real ingest's two documents come first
+        copied = originals(load_base(pipeline, "c")[:2], rows[1].pages)
+        assert {copied[d.id] for d in docs} == set(base)  # every document is a copy of a real one
     finally:
         pipeline.close()
 
@@ -52,7 +55,8 @@ def test_sizes_grow_in_order_and_every_page_is_one_point(measured) -> None:
 def test_measurements_are_sane(measured) -> None:
     _, rows, _ = measured
     for row in rows:
-        assert row.recall10 == [1.0] * 4  # tiny collections: the approximate search is the exhaustive one
+        # tiny collections: the approximate search is the exhaustive one
+        assert row.recall10 == row.recall10_text == row.recall10_content == [1.0] * 4
         assert set(row.ms) == set(ARMS) and all(len(v) == 2 * 4 for v in row.ms.values())
         assert all(x > 0 for v in row.ms.values() for x in v)
         assert row.upload_s[0] > 0 and row.delete_s[0] > 0 and row.reweight_s > 0
