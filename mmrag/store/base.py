@@ -109,6 +109,7 @@ class QueryNode:
     weights: list[float] | None = None  # one per prefetch (RRF)
     filter: FilterSpec | None = None
     rescore: bool = True  # with quantised vectors: rescore with the originals
+    exact: bool = False  # score every point (no HNSW, no quantised copy): the exhaustive answer, for measuring recall
 
 
 @dataclass(frozen=True, slots=True)

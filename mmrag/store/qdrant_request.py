@@ -95,7 +95,8 @@ def query(node: QueryNode) -> Any:
 
 
 def search_params(node: QueryNode) -> models.SearchParams:
-    return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore))
+    return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore),
+                               exact=True if node.exact else None)
 
 
 def prefetches(node: QueryNode) -> list[models.Prefetch] | None:

@@ -229,3 +229,20 @@ def test_a_filter_key_neither_engine_takes_is_invalid_input_naming_the_allowed_c
             store.query("c", QueryNode(limit=3, using="dense", vector=np.ones(DIM, np.float32),
                                        filter=FilterSpec(match={key: 1})))
         assert store.count("c", FilterSpec(match={"meta.doc.a-b_1": 1, "meta.x[]": 1})) == 0  # these pass
+
+
+def test_an_exact_plan_scans_every_point_on_both_engines(stores, data):
+    """``QueryNode.exact`` reaches the engines' search params at every level (bench/scale.py's recall oracle)."""
+    from mmrag.store import edge_request as er
+    from mmrag.store import qdrant_request as rq
+
+    node = QueryNode(limit=5, using="dense", vector=None, exact=True,
+                     prefetch=[QueryNode(limit=20, using="dense", exact=True,
+                                         vector=_unit(np.random.default_rng(5).standard_normal(DIM)).astype(np.float32))])
+    node.vector = node.prefetch[0].vector
+    assert rq.search_params(node).exact is True and rq.prefetches(node)[0].params.exact is True
+    assert er.search_params(rq.search_params(node)).exact is True
+    assert er.search_params(rq.search_params(QueryNode(limit=5))).exact is False
+    oracle = sorted(data, key=lambda p: -float(p.vectors["dense"] @ node.vector))[:5]
+    for store in stores.values():
+        assert _ids(store.query("c", node)) == [p.id for p in oracle]

@@ -1,0 +1,89 @@
+"""bench/scale.py's core at tiny sizes: a real ingest of two PDFs grown to 50 and 200 pages, measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import scale
+from bench._scale_corpus import load_base, originals, perturb
+from bench._scale_measure import ARMS
+from mmrag.config import CorpusConfig
+from mmrag.pipeline import build_pipeline
+from tests.conftest import make_settings
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory, minilm, corpus_dir: Path):
+    root = tmp_path_factory.mktemp("scale")
+    base = root / "base"
+    pipeline = build_pipeline(make_settings(base), embedders={"text": minilm})
+    try:
+        pipeline.corpora.create_corpus("c", CorpusConfig(spaces=["text", "bm25", "document"]))
+        pipeline.ingest.files("c", [corpus_dir / "pdf" / "multi_page.pdf", corpus_dir / "pdf" / "code_and_formula.pdf"])
+    finally:
+        pipeline.close()
+    args = scale.parser().parse_args(["--sizes", "200,50", "--base", str(base), "--corpus", "c", "--data-dir",
+                                      str(root / "grown"), "--out", str(root / "out"), "--queries", "4",
+                                      "--recall-queries", "4", "--rounds", "2", "--uploads", "1",
+                                      "--upload", str(corpus_dir / "pdf" / "normal_4pages.pdf")])
+    rows = scale.run(args)
+    return args, rows, scale.report(rows, args.out)
+
+
+def test_sizes_grow_in_order_and_every_page_is_one_point(measured) -> None:
+    args, rows, _ = measured
+    assert [r.pages >= s for r, s in zip(rows, (50, 200), strict=True)] == [True, True]
+    assert rows[0].pages < rows[1].pages and rows[0].documents < rows[1].documents
+    pipeline = build_pipeline(scale.search_settings(args.data_dir), run_jobs=False)
+    try:
+        docs = pipeline.catalog.documents.listed("c", limit=100_000)
+        assert pipeline.store.count("c") == sum(d.page_count for d in docs) == rows[1].pages
+        assert len({d.id for d in docs}) == len(docs) == rows[1].documents  # the upload was deleted again
+        names = [d.filename for d in docs]
+        assert len(set(names)) == len(names)  # every copy is a distinct document, facts and name perturbed
+        base = [d.id for d in docs[:2]]  # the real ingest's two documents come first
+        copied = originals(load_base(pipeline, "c")[:2], rows[1].pages)
+        assert {copied[d.id] for d in docs} == set(base)  # every document is a copy of a real one
+    finally:
+        pipeline.close()
+
+
+def test_measurements_are_sane(measured) -> None:
+    _, rows, _ = measured
+    for row in rows:
+        # tiny collections: the approximate search is the exhaustive one
+        assert row.recall10 == row.recall10_text == row.recall10_content == [1.0] * 4
+        assert set(row.ms) == set(ARMS) and all(len(v) == 2 * 4 for v in row.ms.values())
+        assert all(x > 0 for v in row.ms.values() for x in v)
+        assert row.upload_s[0] > 0 and row.delete_s[0] > 0 and row.reweight_s > 0
+        assert row.start["built_s"] <= row.start["warm_s"] <= row.start["ready_s"] and row.start["rss_gb"] > 0.1
+        assert row.vectors["text"] > 384 * 2 and row.vectors["bm25"] > 0 and row.vectors["doc_text"] == 384 * 2
+        assert row.disk_bytes > 0
+
+
+def test_result_values_are_the_ratios_of_the_two_sizes(measured) -> None:
+    args, rows, values = measured
+    small, large = rows
+    arm = "hybrid_ranker"
+    assert values["p50_ratio"].value == pytest.approx(np.median(large.ms[arm]) / np.median(small.ms[arm]))
+    assert values["p99_ratio"].value == pytest.approx(np.percentile(large.ms[arm], 99)
+                                                      / np.percentile(small.ms[arm], 99))
+    assert values["upload_ratio"].value == pytest.approx(large.upload_s[0] / small.upload_s[0])
+    assert values["recall10"].value == 1.0 and values["start_s"] == large.start["ready_s"]
+    assert values["pages_large"] == large.pages
+    saved = json.loads((args.out / "scale.json").read_text())
+    assert [r["pages"] for r in saved["rows"]] == [small.pages, large.pages]
+
+
+def test_a_copy_gets_another_company_and_other_years() -> None:
+    meta = {"doc": {"entities": ["Apple Inc."], "tickers": ["AAPL"], "periods": ["2023-Q3"], "date": "2023-09-30"},
+            "user": "kept"}
+    copied, name = perturb(meta, "2023 Q3 AAPL.pdf", 3)
+    assert copied["doc"]["entities"] != ["Apple Inc."] and "AAPL" not in copied["doc"]["tickers"]
+    assert copied["doc"]["periods"] == ["2019-Q3"] and copied["doc"]["date"] == "2019-09-30"
+    assert name.startswith("2019 Q3 ") and "AAPL" not in name and copied["user"] == "kept"
+    assert perturb(meta, "2023 Q3 AAPL.pdf", 4) != (copied, name)
