@@ -22,7 +22,7 @@ def test_three_seeded_kills_lose_nothing_and_the_checker_sees_planted_faults(tmp
     assert len(tally.cycle_s) == 3 + tally.misses
 
     # the checker is not blind: the last episode's folder, changed behind the server's back
-    data = max(tmp_path.glob("episode-*"), key=lambda p: p.stat().st_mtime)
+    data = max((p for p in tmp_path.glob("episode-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
     docs = {c: {r[0]: r[1] for r in rows(data, c)} for c in ("a", "b", "c")}
     assert check_folder(data, docs).clean
     victim = next(iter(docs["a"]))
