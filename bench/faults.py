@@ -1,7 +1,7 @@
 """Kill at any moment (issue 42): SIGKILL ``mmrag serve`` inside each stage of a real ingest, restart it on the
 same data folder, let the jobs finish, and check that nothing was lost, duplicated or left running.
 
-    python -m bench.faults --kills 50 [--seed 0] [--data-dir DIR]
+    python -m bench.faults --kills 50 [--seed 0] [--data-dir DIR] [--minutes M]
 
 An **episode** runs a fixed script of operations on a fresh data folder over REST: three corpora (a, b, c) get
 PDFs of ``shared/corpus/docling`` and office files of ``shared/corpus/formats`` (converted to PDF) as three
@@ -307,7 +307,8 @@ def server_check(server: Server, expected: Expected, optional: frozenset[str] = 
 
 
 def episode(folder: Path, script: list[Op], reference: list[Reference],
-            aims: Callable[[Op], Aim], tally: Tally, kills: int, log: Callable[[str], None] = print) -> None:
+            aims: Callable[[Op], Aim], tally: Tally, kills: int, log: Callable[[str], None] = print,
+            deadline: float = float("inf")) -> None:
     """The script on a fresh folder, one kill cycle per operation (until ``kills`` kills are counted)."""
     data = folder / f"episode-{tally.kills + tally.misses}"
     probe = folder / "probe"
@@ -316,7 +317,7 @@ def episode(folder: Path, script: list[Op], reference: list[Reference],
     create_corpora(server)
     try:
         for op, (expected, *rankings) in zip(script, reference, strict=True):
-            if tally.kills >= kills:
+            if tally.kills >= kills or time.monotonic() > deadline:
                 return
             server = cycle(server, data, op, aims(op), expected, rankings, tally, log)
     finally:
@@ -396,15 +397,18 @@ def aims_from(seed: int) -> Callable[[Op], Aim]:
     return aim
 
 
-def run(kills: int, seed: int, folder: Path, script: list[Op] = SCRIPT, log: Callable[[str], None] = print) -> Tally:
-    """The clean run of ``script``, then episodes until ``kills`` kills are counted."""
+def run(kills: int, seed: int, folder: Path, script: list[Op] = SCRIPT, log: Callable[[str], None] = print,
+        minutes: float | None = None) -> Tally:
+    """The clean run of ``script``, then episodes until ``kills`` kills are counted (or ``minutes`` have passed:
+    then fewer kills, as the RESULT line says)."""
+    deadline = time.monotonic() + 60 * minutes if minutes else float("inf")
     reference = clean_run(folder, script)
     tally = Tally(restart_dependent=restart_dependent(reference))
     aims = aims_from(seed)
-    while tally.kills < kills:
+    while tally.kills < kills and time.monotonic() < deadline:
         before = tally.kills
-        episode(folder, script, reference, aims, tally, kills, log)
-        if tally.kills == before:
+        episode(folder, script, reference, aims, tally, kills, log, deadline)
+        if tally.kills == before and time.monotonic() < deadline:
             raise RuntimeError("an episode without a single kill: the probes do not reach the stages")
     return tally
 
@@ -412,6 +416,8 @@ def run(kills: int, seed: int, folder: Path, script: list[Op] = SCRIPT, log: Cal
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kills", type=int, default=50)
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="start no cycle after this many minutes (the RESULT then counts the kills done)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", type=Path, default=None, help="work folder (default: a temporary one, removed)")
     args = ap.parse_args()
@@ -420,7 +426,7 @@ def main() -> None:
     print(machine_line())
     t0 = time.monotonic()
     try:
-        tally = run(args.kills, args.seed, folder)
+        tally = run(args.kills, args.seed, folder, minutes=args.minutes)
     finally:
         if args.data_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
