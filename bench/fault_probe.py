@@ -100,13 +100,16 @@ def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _checks(probe: Path) -> None:
     """Answer each ``<probe>.check`` request with ``<probe>.result`` (a thread for the process's life)."""
-    from bench.fault_check import check, expected_from_json
+    from bench.fault_check import Findings, check, expected_from_json
 
     request, result = probe.with_suffix(".check"), probe.with_suffix(".result")
     while True:
         if request.exists() and _writers:
             w = _writers[0]
-            found = check(w.catalog, w.store, w.jobs, *expected_from_json(request.read_text()))
+            try:
+                found = check(w.catalog, w.store, w.jobs, *expected_from_json(request.read_text()))
+            except Exception as exc:  # the harness sees the failure as a finding, not as a silent probe
+                found = Findings(mismatched=1, notes=[f"the check failed: {type(exc).__name__}: {exc}"])
             tmp = result.with_suffix(".tmp")
             tmp.write_text(found.to_json())
             request.unlink()

@@ -297,7 +297,9 @@ def server_check(server: Server, expected: Expected, optional: frozenset[str] = 
     """:func:`bench.fault_check.check` run by the server's probe on its own catalog, store and job state."""
     request, result = server.probe.with_suffix(".check"), server.probe.with_suffix(".result")
     result.unlink(missing_ok=True)
-    request.write_text(expected_json(expected, optional))
+    tmp = request.with_suffix(".check-tmp")
+    tmp.write_text(expected_json(expected, optional))
+    tmp.replace(request)  # atomic: the probe never reads half a request
     deadline = time.monotonic() + 120
     while not result.exists():
         if time.monotonic() > deadline or server.proc.poll() is not None:
