@@ -41,7 +41,7 @@ class CeleryRunner:
             t = threading.Thread(target=target, name=f"mmrag-{target.__name__.strip('_')}", daemon=True)
             t.start()
             self._threads.append(t)
-        for job_id in self.writer.jobs.unfinished():
+        for job_id in self.writer.recover():
             self._resend(job_id, "resumed at start")
 
     def stop(self, timeout: float = 30.0) -> None:

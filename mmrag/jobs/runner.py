@@ -68,7 +68,7 @@ class LocalRunner:
                 t = threading.Thread(target=self._loop, args=(name,), name=f"mmrag-jobs-{name}-{i}", daemon=True)
                 t.start()
                 self._threads.append(t)
-        for job_id in self.writer.jobs.unfinished():
+        for job_id in self.writer.recover():
             work = self.writer.pending_work(job_id)
             log.warning("resuming job %s: %d work items", job_id, len(work))
             self.send(work)

@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS job_files (
 CREATE TABLE IF NOT EXISTS job_batches (
     job_id TEXT NOT NULL, idx INTEGER NOT NULL, batch INTEGER NOT NULL, pages INTEGER NOT NULL,
     PRIMARY KEY (job_id, idx, batch));
+CREATE TABLE IF NOT EXISTS deletions (
+    corpus TEXT NOT NULL, document_id TEXT NOT NULL, PRIMARY KEY (corpus, document_id));
 """
 
 
@@ -108,7 +110,18 @@ class JobStore(SqliteDB):
         self._exec("UPDATE jobs SET state = ?, updated_at = ?, finished_at = ? WHERE id = ?",
                    state.value, now, now, job_id)
 
+    def add_deletion(self, corpus: str, doc_id: str) -> None:
+        """A document deletion begins (the writer finishes it after a crash: :meth:`JobWriter.recover`)."""
+        self._exec("INSERT OR IGNORE INTO deletions (corpus, document_id) VALUES (?, ?)", corpus, doc_id)
+
+    def clear_deletion(self, corpus: str, doc_id: str) -> None:
+        self._exec("DELETE FROM deletions WHERE corpus = ? AND document_id = ?", corpus, doc_id)
+
     # reads ---------------------------------------------------------------------------
+    def deletions(self) -> list[tuple[str, str]]:
+        """(corpus, document id) of the deletions begun and not finished."""
+        return [(r[0], r[1]) for r in self.rows("SELECT corpus, document_id FROM deletions ORDER BY corpus")]
+
     def written_batches(self, job_id: str, file: int) -> set[int]:
         return {r[0] for r in self.rows("SELECT batch FROM job_batches WHERE job_id = ? AND idx = ?", job_id, file)}
 

@@ -6,12 +6,13 @@ write`` with a Qdrant server), so job state, vectors and catalog rows have a sin
 Crash safety: every effect is idempotent and the state says what is left. A batch's points are
 upserted under ids derived from page content (a redo overwrites, never duplicates), then the
 batch is recorded as written; a file's catalog row is written once all its batches are; a job
-finishes once all its files have. After a crash :meth:`JobWriter.pending_work` rebuilds the work
+finishes once all its files have. After a crash :meth:`JobWriter.recover` finishes the document
+deletions and BM25 re-weights it cut off, and :meth:`JobWriter.pending_work` rebuilds the work
 still to do from the job state and the spool: unplanned files are planned again, batches not
 written restart from their last stage output found in the spool.
 
 Lifecycle: built by the shell that owns the pipeline; thread-safe: every method that changes job
-state (``submit``, ``handle``, ``cancel``, ``pending_work``, ``delete_document``) takes the writer's
+state (``submit``, ``handle``, ``cancel``, ``recover``, ``pending_work``, ``delete_document``) takes the writer's
 own lock, so state transitions are applied one at a time whichever runner calls them.
 """
 
@@ -162,11 +163,19 @@ class JobWriter:
 
     @serialised
     def delete_document(self, corpus: str, doc_id: str) -> None:
-        """Vectors first, then the catalog (a crash in between leaves a listed document to delete again)."""
+        """The catalog row first (the document is no longer listed), then its vectors, then the BM25 re-weight.
+        The deletion is recorded in the job state until it is complete, so one a crash cuts off is finished
+        at the next start (:meth:`recover`): a listed document always has all its points, a deleted one none."""
         self.catalog.documents.get(corpus, doc_id)
+        self.jobs.add_deletion(corpus, doc_id)
+        self._finish_deletion(corpus, doc_id)
+
+    def _finish_deletion(self, corpus: str, doc_id: str) -> None:
+        if self.catalog.documents.find(corpus, doc_id) is not None:
+            self.catalog.documents.delete(corpus, doc_id)
         self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
-        self.catalog.documents.delete(corpus, doc_id)
         bm25_stats.maybe_reweight(self.catalog, self.store, corpus)
+        self.jobs.clear_deletion(corpus, doc_id)
 
     def _drop_points(self, corpus: str, doc_id: str) -> None:
         """Remove vectors of a document that never made it into the catalog (no orphans)."""
@@ -226,6 +235,22 @@ class JobWriter:
         return self.jobs.status(job_id)
 
     # resuming ------------------------------------------------------------------------
+    @serialised
+    def recover(self) -> list[str]:
+        """At the start of the owner: finish what a crash cut off outside jobs, and return the unfinished jobs
+        (to resume with :meth:`pending_work`). Deletions begun are finished; a corpus whose BM25 vectors are
+        stale or off its average (a re-weight cut off after a job or a deletion) is re-weighted: a no-op on
+        corpora that are in order."""
+        for corpus, doc_id in self.jobs.deletions():
+            if self.catalog.corpora.exists(corpus) and self.store.has_collection(corpus):
+                log.warning("finishing the deletion of document %s of corpus %s", doc_id, corpus)
+                self._finish_deletion(corpus, doc_id)
+            else:
+                self.jobs.clear_deletion(corpus, doc_id)
+        for row in self.catalog.corpora.listed():
+            bm25_stats.maybe_reweight(self.catalog, self.store, row.name)
+        return self.jobs.unfinished()
+
     @serialised
     def pending_work(self, job_id: str, *, touch: bool = False) -> list[Work]:
         """The work still to do for an unfinished job, from its state and the spool (after a crash);
