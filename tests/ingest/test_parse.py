@@ -10,7 +10,7 @@ from PIL import Image
 
 from mmrag.config import IngestConfig
 from mmrag.errors import CorruptDocument, InvalidInput, TooLarge, UnsupportedMediaType
-from mmrag.ingest.parse import needs_ocr, parse_pdf, unreadable
+from mmrag.ingest.parse import needs_ocr, parse_pdf_batch, unreadable
 from mmrag.ingest.sniff import sniff_kind
 from mmrag.types import TextSource, Word
 from tests.conftest import CORPUS
@@ -154,9 +154,9 @@ def test_undecodable_image_bytes():
 def test_a_blank_page_is_not_ocred_and_a_scan_still_is(corpus_dir):
     doc = pymupdf.open()
     doc.new_page()  # no text, no image, no drawing
-    blank = parse_pdf(doc.tobytes(), "d" * 32, CFG, images=False)[0]
+    blank = parse_pdf_batch(doc.tobytes(), "d" * 32, CFG, images=False).pages[0]
     assert "ocr" not in blank.timings and blank.text == ""
-    scan = parse_pdf((corpus_dir / "scans" / "ocr_test_rotated_90.pdf").read_bytes(), "e" * 32, CFG)[0]
+    scan = parse_pdf_batch((corpus_dir / "scans" / "ocr_test_rotated_90.pdf").read_bytes(), "e" * 32, CFG).pages[0]
     assert "ocr" in scan.timings and scan.text.strip()
 
 
@@ -170,7 +170,7 @@ def test_a_text_layer_of_unmapped_glyphs_is_ocred() -> None:
     page = pymupdf.open(path)[0]
     layer = [Word(w[4], (0.0, 0.0, 1.0, 1.0)) for w in page.get_text("words")]
     assert unreadable(layer, page.get_text)
-    parsed = parse_pdf(path.read_bytes(), "mcd", CFG, first=1, last=1, images=False)[0]
+    parsed = parse_pdf_batch(path.read_bytes(), "mcd", CFG, first=1, last=1, images=False).pages[0]
     assert parsed.text_source is TextSource.OCR and "mcdonald" in parsed.text.lower()
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig, IngestConfig
-from mmrag.ingest.parse import parse_pdf
+from mmrag.ingest.parse import parse_pdf_batch
 from mmrag.ingest.pdf import page_text
 from mmrag.ingest.table_grid import find_grid_tables
 from mmrag.ingest.table_ruled import crossings, ruled_region
@@ -115,12 +115,13 @@ def test_bm25_indexes_the_tables_labelled_while_the_text_keeps_the_header_form(t
     one = pymupdf.open()
     one.insert_pdf(src, from_page=3, to_page=3)
     data = one.tobytes()
-    page = parse_pdf(data, "d", IngestConfig())[0]
+    page = parse_pdf_batch(data, "d", IngestConfig()).pages[0]
     labelled = " ".join(w.text for w in read_tables(_page(AAPL, 4), *page_text(_page(AAPL, 4)), how="labelled").words)
     assert page.text.count("Three Months Ended June 25, 2022") == 1  # the stored, displayed, embedded text
     assert page.bm25_text == labelled and page.indexed_text == labelled  # BM25's: every value with its label
-    assert parse_pdf(data, "d", IngestConfig(bm25_table_rows="as-text"))[0].bm25_text is None
-    assert parse_pdf(data, "d", IngestConfig(table_rows="labelled"))[0].bm25_text is None  # the text is so already
+    assert parse_pdf_batch(data, "d", IngestConfig(bm25_table_rows="as-text")).pages[0].bm25_text is None
+    labelled_page = parse_pdf_batch(data, "d", IngestConfig(table_rows="labelled")).pages[0]
+    assert labelled_page.bm25_text is None  # the text is so already
     catalog = Catalog(tmp_path)
     catalog.corpora.create("c", CorpusConfig())
     catalog.documents.add("c", Document(id="d", filename="q.pdf", media_type="application/pdf", size_bytes=len(data),
@@ -158,7 +159,7 @@ class _Recording:
 def test_chunks_inside_a_long_table_are_embedded_after_its_header_line(how: str) -> None:
     data = (FILINGS / "3M_2018_10K.pdf").read_bytes()
     config = IngestConfig(table_rows=how)
-    [page] = parse_pdf(data, "d" * 32, config, 58, 58, images=False)  # the balance sheet: ~4 chunks of rows
+    [page] = parse_pdf_batch(data, "d" * 32, config, 58, 58, images=False).pages  # the balance sheet: ~4 chunks of rows
     [span] = page.tables
     assert span.header == "(Dollars in millions, except per share amount) | December 31, 2018 | December 31, 2017"
     assert " ".join(w.text for w in page.words[span.start:span.end]).startswith(
