@@ -204,9 +204,13 @@ def _seed(url: str, admin: str, tenants: list[Tenant], files: dict[str, bytes]) 
             tenant.held = {d["filename"]: d["id"] for d in rest.documents(tenant.corpus)}
 
 
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
 def run(minutes: float, *, seed: int = 0, data_dir: Path | None = None, out: Path, tenants: int = 3,
         clients: int = 2, think_s: float = 0.5, every_s: float = 10.0, eval_every_s: float = 300.0,
-        max_requests: int = 1_000_000, log: Callable[[str], None] = print) -> tuple[Series, float]:
+        max_requests: int = 1_000_000, log: Callable[[str], None] = _print) -> tuple[Series, float]:
     """Start the server, drive the traffic, stop; the series and the run's length in seconds."""
     files = {Path(f).name: (SHARED / f).read_bytes() for f in FILES}
     tmp = None if data_dir is not None else Path(tempfile.mkdtemp(prefix="mmrag-soak-"))
