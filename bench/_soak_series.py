@@ -5,8 +5,11 @@ parse workers, converter, embedding workers) and of its open file descriptors, a
 The figures, one function each so that a test can feed them synthetic series (tests/bench/test_soak.py):
 
 * the run's first 10 % is warm-up; a *window* is ``min(10 minutes, a sixth of the run)``;
-* ``rss_growth``: median RSS of the process tree in the last window ÷ median RSS in the first window
-  after warm-up − 1, with a bootstrap interval that resamples the two windows' samples;
+* ``rss_growth``: median memory of the process tree in the last window ÷ median in the first window
+  after warm-up − 1, with a bootstrap interval that resamples the two windows' samples. The tree's memory
+  is the sum of each process's PSS (proportional set size: RSS with each shared page divided among the
+  processes sharing it), since a worker forked from the server shows the server's pages in its own RSS
+  and a plain sum would count them twice; ``server_rss_growth`` is the same on the server's RSS alone;
 * ``p99_ratio``: p99 of search latency in the last window ÷ p99 in the first window after warm-up,
   bootstrapped over the two windows' requests (:func:`mmrag.evaluate.stats.ratio_interval`);
 * ``errors_5xx``: every answer with a status of 500 or more (a transport error, no answer at all, is
@@ -48,6 +51,7 @@ class Sample:
     server_rss_mb: float
     children_rss_mb: dict[str, float]  # "pid:name" -> MB
     fds: int  # open file descriptors of the server process
+    tree_pss_mb: float = 0.0  # PSS of the server and its children together (shared pages counted once)
 
     @property
     def total_rss_mb(self) -> float:
@@ -94,15 +98,23 @@ def _rss_mb(pid: int) -> float:
     return int(_status(pid).get("VmRSS", "0 kB").split()[0]) / 1024  # a zombie has no VmRSS: 0
 
 
+def _pss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return 0.0  # a zombie has no mappings
+
+
 def sample(pid: int, t: float) -> Sample:
-    """RSS of ``pid`` and of each of its descendants now, and ``pid``'s open file descriptors."""
-    children = {}
+    """RSS of ``pid`` and of each of its descendants now, their PSS together, ``pid``'s open file descriptors."""
+    children, pss = {}, _pss_mb(pid)
     for child in descendants(pid):
         try:
             children[f"{child}:{_status(child).get('Name', '?')}"] = _rss_mb(child)
+            pss += _pss_mb(child)
         except OSError:
-            continue
-    return Sample(t, _rss_mb(pid), children, len(os.listdir(f"/proc/{pid}/fd")))
+            continue  # it ended while we looked
+    return Sample(t, _rss_mb(pid), children, len(os.listdir(f"/proc/{pid}/fd")), pss)
 
 
 # ---- the figures ---------------------------------------------------------------------------------------------
@@ -132,10 +144,10 @@ def _inside(t: float, span: tuple[float, float]) -> bool:
 
 
 def rss_growth(samples: list[Sample], duration_s: float, *, which: str = "total") -> Estimate:
-    """RSS (``total``: the server and its children; ``server``: the server alone) of the last window ÷ the
-    first window after warm-up − 1 (medians, bootstrap over each window's samples)."""
+    """Memory (``total``: PSS of the server and its children; ``server``: the server's RSS) of the last window
+    ÷ the first window after warm-up − 1 (medians, bootstrap over each window's samples)."""
     w = windows(duration_s)
-    value = (lambda s: s.total_rss_mb) if which == "total" else (lambda s: s.server_rss_mb)
+    value = (lambda s: s.tree_pss_mb) if which == "total" else (lambda s: s.server_rss_mb)
     first = [value(s) for s in samples if _inside(s.t, w.first)]
     last = [value(s) for s in samples if _inside(s.t, w.last)]
     ratio = ratio_interval(last, first, median_stat)
@@ -184,7 +196,8 @@ def window_rows(series: Series) -> list[dict[str, float | int | None]]:
         search = [r.latency_s * 1000 for r in sent if r.route == "search" and 200 <= r.status < 300]
         rows.append({"t_s": round(s.t, 1), "server_rss_mb": round(s.server_rss_mb, 1),
                      "children_rss_mb": round(sum(s.children_rss_mb.values()), 1),
-                     "total_rss_mb": round(s.total_rss_mb, 1), "children": len(s.children_rss_mb), "fds": s.fds,
+                     "total_rss_mb": round(s.total_rss_mb, 1), "tree_pss_mb": round(s.tree_pss_mb, 1),
+                     "children": len(s.children_rss_mb), "fds": s.fds,
                      "search_n": len(search),
                      "search_p50_ms": round(float(np.percentile(search, 50)), 1) if search else None,
                      "search_p99_ms": round(float(np.percentile(search, 99)), 1) if search else None,
@@ -218,9 +231,9 @@ def write(series: Series, duration_s: float, out: Path) -> list[Path]:
     t = [float(r["t_s"] or 0) / 60 for r in rows]
     nan = float("nan")
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(9, 6))
-    for key, label in (("total_rss_mb", "server + workers"), ("server_rss_mb", "server")):
+    for key, label in (("tree_pss_mb", "server + workers (PSS)"), ("server_rss_mb", "server (RSS)")):
         top.plot(t, [r[key] for r in rows], label=label)
-    top.set_ylabel("RSS (MB)")
+    top.set_ylabel("memory (MB)")
     top.legend()
     for key, label in (("search_p99_ms", "search p99"), ("search_p50_ms", "search p50")):
         bottom.plot(t, [nan if r[key] is None else r[key] for r in rows], label=label)

@@ -33,8 +33,11 @@ from bench._stats import result_line
 
 def _samples(duration: float, rss: Callable[[float], float], every: float = 10.0) -> list[Sample]:
     rng = np.random.default_rng(0)
-    return [Sample(t, float(rss(t)) + rng.normal(0, 2), {"1:parse": 100.0 + rng.normal(0, 1)}, 40)
-            for t in np.arange(0, duration + every / 2, every)]
+    out = []
+    for t in np.arange(0, duration + every / 2, every):
+        server, child = float(rss(t)) + rng.normal(0, 2), 100.0 + rng.normal(0, 1)
+        out.append(Sample(t, server, {"1:parse": child}, 40, server + child))
+    return out
 
 
 def _requests(duration: float, latency: Callable[[float], float], per_s: float = 2.0) -> list[Request]:
@@ -103,6 +106,7 @@ def test_the_sampler_walks_the_process_tree() -> None:
         assert "sh" in names and names.count("sleep") == 2, names
         assert s.server_rss_mb > 10 and s.fds >= 3
         assert s.total_rss_mb == pytest.approx(s.server_rss_mb + sum(s.children_rss_mb.values()))
+        assert 0 < s.tree_pss_mb <= s.total_rss_mb + 1  # shared pages counted once
     finally:
         shell.kill()
         shell.wait()
