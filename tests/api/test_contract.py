@@ -140,3 +140,19 @@ def test_schemathesis_finds_nothing(tmp_path):
     finally:
         server.stop()
 
+
+
+def test_bounds_the_schema_states_are_the_ones_the_server_keeps(client):
+    """Found by the longer schemathesis run once its path ids reached a real corpus: a question over the
+    schema's maxLength was answered, a filter key the schema allowed was refused."""
+    client.post("/corpora", json={"name": "docs"})
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    limit = schema["AnswerIn"]["properties"]["question"]["maxLength"]
+    for stream in (True, False):
+        r = client.post("/corpora/docs/answer", json={"question": "x" * (limit + 1), "stream": stream})
+        assert r.status_code == 400 and "MMRAG_RETRIEVE__MAX_QUERY_CHARS" in r.json()["message"], r.text
+    keys = schema["SearchIn"]["properties"]["metadata"]["propertyNames"]
+    assert re.fullmatch(keys["pattern"].strip("^$"), "doc.periods") and not re.search(keys["pattern"], "a\xa0b")
+    r = client.post("/corpora/docs/search", json={"query": "q", "metadata": {"caf\u00e9": 1}})
+    assert r.status_code == 422 and "metadata" in r.json()["message"], r.text
+    assert client.post("/corpora/docs/search", json={"query": "q", "metadata": {"doc.periods": 1}}).status_code == 200
