@@ -156,3 +156,5 @@ def test_bounds_the_schema_states_are_the_ones_the_server_keeps(client):
     r = client.post("/corpora/docs/search", json={"query": "q", "metadata": {"caf\u00e9": 1}})
     assert r.status_code == 422 and "metadata" in r.json()["message"], r.text
     assert client.post("/corpora/docs/search", json={"query": "q", "metadata": {"doc.periods": 1}}).status_code == 200
+    r = client.post("/corpora/docs/search", json={"query": "q", "metadata": {"ratio": 0.5, "big": -1678811380015401.0}})
+    assert r.status_code == 200, r.text  # a float filter value was a 500 (no engine matches floats for equality)
