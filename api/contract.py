@@ -43,11 +43,12 @@ LINKS: dict[tuple[str, str, str], list[tuple[str, str, dict[str, str]]]] = {
     ("POST", "/corpora/{corpus}/documents", "202"): [
         ("GET", "/jobs/{job_id}", {"job_id": "$response.body#/job/id"}),
         ("GET", "/jobs/{job_id}/events", {"job_id": "$response.body#/job/id"}),
-        ("POST", "/jobs/{job_id}/cancel", {"job_id": "$response.body#/job/id"}),
-        ("GET", "/corpora/{corpus}/documents/{document_id}",
-         {**SAME_CORPUS, "document_id": "$response.body#/job/files/0/document_id"}),
+        ("POST", "/jobs/{job_id}/cancel", {"job_id": "$response.body#/job/id"})],
+    ("POST", "/corpora/{corpus}/documents", "201"): [  # wait=true: the document exists (after a 202, only once
+        ("GET", "/corpora/{corpus}/documents/{document_id}",  # its job has indexed it)
+         {**SAME_CORPUS, "document_id": "$response.body#/documents/0/id"}),
         ("DELETE", "/corpora/{corpus}/documents/{document_id}",
-         {**SAME_CORPUS, "document_id": "$response.body#/job/files/0/document_id"})],
+         {**SAME_CORPUS, "document_id": "$response.body#/documents/0/id"})],
     ("GET", "/corpora/{corpus}/documents/{document_id}", "200"): [
         ("GET", "/corpora/{corpus}/pages/{page_id}", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"}),
         ("GET", "/corpora/{corpus}/pages/{page_id}/image", {**SAME_CORPUS, "page_id": "$response.body#/pages/0/id"})],

@@ -13,6 +13,7 @@ from mmrag.spaces.registry import check_space_name, page_spaces
 from mmrag.types import MAX_PREFETCH_LIMIT, MAX_RRF_K, MAX_TOP_K, MAX_WEIGHT, Fusion
 
 SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
+FILTER_KEY = r"^[A-Za-z0-9_-]+(\[[0-9]*\])?(\.[A-Za-z0-9_-]+(\[[0-9]*\])?)*$"  # a payload key path (store.base)
 JSON_INT = 2**53  # integers in payloads and filters: exact as JSON numbers everywhere (the store's floats too)
 BoundedInt = Annotated[int, Field(ge=-JSON_INT, le=JSON_INT)]
 BoundedFloat = Annotated[float, Field(allow_inf_nan=False, ge=-1e300, le=1e300)]
@@ -139,10 +140,11 @@ class SearchOptions(BaseModel):
                           "rrf when weights are given")
     document_ids: list[DocumentId] | None = Field(None, min_length=1, max_length=MAX_DOCUMENT_IDS,
                                                   description="Only these documents (at most 1000)")
-    metadata: dict[Annotated[str, Field(min_length=1, max_length=200)], MetadataValue] = Field(
-        default_factory=dict, max_length=100,
-        description="Payload filters: field -> value or list of values; a field name holds only letters, digits, "
-                    "'_' and '-' (dots separate nested fields: doc.periods)")
+    metadata: dict[Annotated[str, Field(min_length=1, max_length=200, pattern=FILTER_KEY)], MetadataValue] = Field(
+        default_factory=dict, max_length=100,  # pydantic states a key's pattern as patternProperties only:
+        json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 200, "pattern": FILTER_KEY}},  # no other
+        description="Payload filters: field -> value or list of values; a field name holds only ASCII letters, "
+                    "digits, '_' and '-' (dots separate nested fields: doc.periods)")
     pages: PageRange | None = Field(None, description="Only pages in this range")
     kinds: list[Literal["page", "image"]] | None = Field(
         None, min_length=1, description="Only these kinds: PDF pages, standalone images")

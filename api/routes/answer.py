@@ -14,7 +14,7 @@ from api.errors import responses
 from api.observability import Metrics
 from api.schemas import AnswerIn, AnswerOut
 from api.sse import SSE_HEADERS, sse_event
-from mmrag.errors import Unavailable
+from mmrag.errors import InvalidInput, Unavailable
 from mmrag.generate.answer_service import AnswerDone, AnswerEvent, event_payload, event_payloads, final_answer
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["answer"])
@@ -24,6 +24,10 @@ def _events(pipeline: Any, corpus: str, body: AnswerIn) -> Iterator[AnswerEvent]
     service = pipeline.answers.service
     if service is None:
         raise Unavailable("no answer service configured")
+    limit = pipeline.settings.retrieve.max_query_chars  # the schema's maxLength (api.contract.apply_limits)
+    if len(body.question) > limit:
+        raise InvalidInput(f"question is {len(body.question)} characters; the limit is {limit} "
+                           "(MMRAG_RETRIEVE__MAX_QUERY_CHARS)")
     return service.answer_stream(  # type: ignore[no-any-return]
         corpus, body.question, body.top_k, body.visual_token_budget, body.max_new_tokens,
         document_ids=body.document_ids)

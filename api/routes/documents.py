@@ -221,8 +221,8 @@ def get_page(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep) -> Pa
     return page_detail(pipeline, corpus, page_id)
 
 
-@router.get("/pages/{page_id}/image", responses={**responses(404, 422, 503), 200: {"content": {"image/png": {}}}},
-            response_class=Response)
+@router.get("/pages/{page_id}/image", response_class=Response, responses={**responses(404, 422, 503), 200: {
+    "description": "The page as PNG, or a JPEG thumbnail with width", "content": {"image/png": {}, "image/jpeg": {}}}})
 def page_image(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep,
                width: Annotated[int | None, Query(ge=16, le=4096, description="Thumbnail width")] = None) -> Response:
     """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given. A page rendered from its kept

@@ -51,7 +51,10 @@ def request_filter(request: SearchRequest) -> FilterSpec | None:
     if request.document_ids:
         flt.match["document_id"] = list(request.document_ids)
     for key, value in request.metadata.items():
-        flt.match[f"meta.{key}"] = value
+        if isinstance(value, float):  # no engine matches a float for equality: the one-point range does
+            flt.ranges[f"meta.{key}"] = (value, value)
+        else:
+            flt.match[f"meta.{key}"] = value
     if request.kinds:
         flt.match["kind"] = list(request.kinds)
     if request.pages is not None:

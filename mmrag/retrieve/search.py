@@ -271,7 +271,8 @@ class Retriever:
                     hits: list[Hit]) -> list[Hit]:
         """The ranker's ``hits`` with their full payloads (the candidates' queries read none) and, where the
         text space is used, their pages' text vectors (the snippet picks the best chunk by them): one store
-        call for the top pages."""
+        call for the top pages. A page deleted since the candidates' query (its document deleted meanwhile)
+        is left out: it has no payload to show."""
         if not hits:
             return hits
         ids = [h.payload["page_id"] for h in hits]
@@ -284,7 +285,7 @@ class Retriever:
             stored = self.store.scroll(corpus, FilterSpec(match={"page_id": rest}), limit=len(rest))
             full.update((h.payload["page_id"], h) for h in stored)
         return [replace(h, payload=full[pid].payload, vectors=full[pid].vectors or h.vectors)
-                if (pid := h.payload["page_id"]) in full else h for h in hits]
+                for h in hits if (pid := h.payload["page_id"]) in full]
 
     def prior_ranked(self, corpus: str, names: list[str], query: QueryInput, node: QueryNode,
                      request: SearchRequest) -> tuple[list[Hit], dict[str, float]]:

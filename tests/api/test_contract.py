@@ -94,20 +94,35 @@ def _admin_key(data_dir: Path) -> str:
     return key
 
 
+def _seed(url: str, key: str) -> str:
+    """Corpora ``docs`` (a document: the seeded ids) and ``scratch`` (one the deletions may remove); the
+    ``[dictionaries]`` of schemathesis.toml's path parameters, as TOML."""
+    ids: dict[str, str] = {}
+    with Client(url, api_key=key) as client:
+        for corpus, text in (("docs", "Contract testing with generated requests"), ("scratch", "Deleted at will")):
+            client.create_corpus(corpus)
+            doc = pymupdf.open()
+            doc.new_page().insert_text((72, 72), text)
+            body = client.upload(corpus, [(f"{corpus}.pdf", doc.tobytes())], wait=True)
+            ids[f"{corpus}_document"], ids[f"{corpus}_job"] = body["documents"][0]["id"], body["job"]["id"]
+        hits = client.call("POST", "/corpora/docs/search", json={"query": "contract testing", "top_k": 1})
+        page = hits["results"][0]["page_id"]
+    values = {"corpus": "docs", "document": ids["docs_document"], "page": page, "job": ids["docs_job"],
+              "scratch_corpus": "scratch", "scratch_document": ids["scratch_document"]}
+    return "\n[dictionaries]\n" + "".join(f'{name} = {{ values = ["{v}"] }}\n' for name, v in values.items())
+
+
 @pytest.mark.integration
 def test_schemathesis_finds_nothing(tmp_path):
     data = tmp_path / "data"
     key = _admin_key(data)
     server = Server(data, tmp_path / "server.log", env={"MMRAG_API__AUTH": "required", "MMRAG_API__RATE_PER_KEY": "0"})
     try:
-        with Client(server.url, api_key=key) as client:  # a corpus with a document, so links reach real ids
-            client.create_corpus("docs")
-            doc = pymupdf.open()
-            doc.new_page().insert_text((72, 72), "Contract testing with generated requests")
-            client.upload("docs", [("seed.pdf", doc.tobytes())], wait=True)
+        config = tmp_path / "schemathesis.toml"
+        config.write_text(CONFIG.read_text() + _seed(server.url, key))
         env = {**os.environ, "MMRAG_FUZZ_KEY": key, "SCHEMATHESIS_HOOKS": str(HOOKS)}
         run = subprocess.run(
-            [str(Path(sys.executable).with_name("schemathesis")), "--config-file", str(CONFIG), "run",
+            [str(Path(sys.executable).with_name("schemathesis")), "--config-file", str(config), "run",
              f"{server.url}/openapi.json",
              "--checks", "all", "--max-examples", str(FUZZ_EXAMPLES), "--seed", "1", "--workers", "1",
              "--max-response-time", "120", "--no-color"],  # the time limit only catches hangs on a busy box
@@ -125,3 +140,21 @@ def test_schemathesis_finds_nothing(tmp_path):
     finally:
         server.stop()
 
+
+
+def test_bounds_the_schema_states_are_the_ones_the_server_keeps(client):
+    """Found by the longer schemathesis run once its path ids reached a real corpus: a question over the
+    schema's maxLength was answered, a filter key the schema allowed was refused."""
+    client.post("/corpora", json={"name": "docs"})
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    limit = schema["AnswerIn"]["properties"]["question"]["maxLength"]
+    for stream in (True, False):
+        r = client.post("/corpora/docs/answer", json={"question": "x" * (limit + 1), "stream": stream})
+        assert r.status_code == 400 and "MMRAG_RETRIEVE__MAX_QUERY_CHARS" in r.json()["message"], r.text
+    keys = schema["SearchIn"]["properties"]["metadata"]["propertyNames"]
+    assert re.fullmatch(keys["pattern"].strip("^$"), "doc.periods") and not re.search(keys["pattern"], "a\xa0b")
+    r = client.post("/corpora/docs/search", json={"query": "q", "metadata": {"caf\u00e9": 1}})
+    assert r.status_code == 422 and "metadata" in r.json()["message"], r.text
+    assert client.post("/corpora/docs/search", json={"query": "q", "metadata": {"doc.periods": 1}}).status_code == 200
+    r = client.post("/corpora/docs/search", json={"query": "q", "metadata": {"ratio": 0.5, "big": -1678811380015401.0}})
+    assert r.status_code == 200, r.text  # a float filter value was a 500 (no engine matches floats for equality)

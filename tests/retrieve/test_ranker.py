@@ -10,7 +10,8 @@ import pytest
 
 from mmrag.config import RankingConfig
 from mmrag.errors import InvalidInput
-from mmrag.retrieve.rank_features import FEATURES
+from mmrag.retrieve.candidates import candidate_hit
+from mmrag.retrieve.rank_features import FEATURES, CandidatePage
 from mmrag.retrieve.ranker import SHIPPED, load_ranker, train_ranker
 from mmrag.types import SearchRequest
 
@@ -135,3 +136,18 @@ def test_a_page_without_text_among_the_ranked_pages_comes_back_whole(report, tmp
     got = report.search("r", SearchRequest(query="Zanzibar clove harvest tonnage", top_k=5)).evidence
     assert ("cloves.pdf", 2) in {(Path(e.filename).name, e.page) for e in got}  # the blank page, whole
     assert all(e.document_id and e.kind for e in got)
+
+
+def test_a_page_deleted_after_the_candidates_query_is_left_out(report) -> None:
+    """A document deleted between the candidates' scoring query and the full-payload read (a delete running
+    beside the search: seen as a 500 in the soak, bench/soak.py) leaves its pages out, not half-read."""
+    retriever = report.retriever
+    request = SearchRequest(query="dividends paid", top_k=5)
+    spaces, names, query, _, _ = retriever.prepare("r", request)
+    got = report.search("r", request).evidence
+    gone = next(e for e in got if e.filename == "cookbook.pdf")
+    kept = next(e for e in got if e.filename == "report.pdf")
+    hits = [candidate_hit(CandidatePage(e.page_id, e.document_id, e.page, fused_rank=None), 1.0) for e in (gone, kept)]
+    report.corpora.delete_document("r", gone.document_id)
+    full = retriever.finish_hits("r", spaces, names, query, hits)
+    assert [h.payload["page_id"] for h in full] == [kept.page_id] and full[0].payload["filename"] == "report.pdf"

@@ -1,0 +1,136 @@
+"""The soak (bench/soak.py): its figures on synthetic series (they must catch a leak and a slowdown), the
+process-tree sampler on real processes, and a short run of the whole harness against a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from bench import soak
+from bench._soak_series import (
+    Request,
+    Sample,
+    Series,
+    errors_5xx,
+    p99_ratio,
+    rss_growth,
+    sample,
+    status_counts,
+    summarise,
+    window_rows,
+    windows,
+    write,
+)
+from bench._stats import result_line
+
+
+def _samples(duration: float, rss: Callable[[float], float], every: float = 10.0) -> list[Sample]:
+    rng = np.random.default_rng(0)
+    out = []
+    for t in np.arange(0, duration + every / 2, every):
+        server, child = float(rss(t)) + rng.normal(0, 2), 100.0 + rng.normal(0, 1)
+        out.append(Sample(t, server, {"1:parse": child}, 40, server + child))
+    return out
+
+
+def _requests(duration: float, latency: Callable[[float], float], per_s: float = 2.0) -> list[Request]:
+    rng = np.random.default_rng(1)
+    return [Request(float(t), "search", 200, float(latency(t)) * rng.lognormal(0, 0.3))
+            for t in np.arange(0, duration, 1 / per_s)]
+
+
+def test_windows_of_an_hour_and_of_a_short_run() -> None:
+    hour = windows(3600)
+    assert (hour.warm_end, hour.first, hour.last) == (360, (360, 960), (3000, 3600))
+    short = windows(600)  # a sixth of the run when that is under ten minutes
+    assert (short.warm_end, short.first, short.last) == (60, (60, 160), (500, 600))
+    with pytest.raises(ValueError):
+        windows(0)
+
+
+def test_flat_memory_meets_the_target_and_a_leak_does_not() -> None:
+    flat = rss_growth(_samples(3600, lambda t: 1000), 3600)
+    assert abs(flat.value) < 0.01 and flat.meets(0.05, at_least=False)
+    leak = rss_growth(_samples(3600, lambda t: 1000 + t / 36), 3600)  # +100 MB an hour on 1.1 GB
+    assert leak.value > 0.05 and leak.lo > 0.05 and not leak.meets(0.05, at_least=False)
+    warm_only = rss_growth(_samples(3600, lambda t: 500 if t < 300 else 1000), 3600)  # growth in warm-up
+    assert abs(warm_only.value) < 0.01
+    server = rss_growth(_samples(3600, lambda t: 1000 + t / 36), 3600, which="server")
+    assert server.value > leak.value  # the children's flat 100 MB dilute the total's growth
+
+
+def test_a_slower_end_shows_in_the_p99_ratio() -> None:
+    steady = p99_ratio(_requests(3600, lambda t: 0.05), 3600)
+    assert 0.8 < steady.value < 1.2 and steady.lo < 1 < steady.hi
+    slower = p99_ratio(_requests(3600, lambda t: 0.05 if t < 3000 else 0.08), 3600)
+    assert slower.lo > 1.2 and not slower.meets(1.2, at_least=False)
+    failed = [Request(r.t, "search", 503, 10.0) for r in _requests(3600, lambda t: 0.05)]
+    assert p99_ratio(_requests(3600, lambda t: 0.05) + failed, 3600).value == steady.value  # 2xx only
+    with pytest.raises(ValueError):
+        p99_ratio([Request(10.0, "answer", 200, 0.1)], 3600)  # no search in either window
+
+
+def test_statuses_and_the_result_line() -> None:
+    requests = [*_requests(600, lambda t: 0.05), Request(100, "upload", 500, 0.1),
+                Request(200, "chat", 0, 300.0), Request(300, "search", 422, 0.01)]
+    series = Series(requests, _samples(600, lambda t: 1000))
+    assert errors_5xx(requests) == 1
+    assert status_counts(requests)["upload 500"] == 1 and status_counts(requests)["chat 0"] == 1
+    values = summarise(series, 600)
+    line = result_line(values)
+    assert "errors_5xx=1 " in line and "errors_transport=1 " in line and "minutes=10.0" in line
+    for name in ("rss_growth", "p99_ratio"):
+        assert f" {name}=" in line and f" {name}_lo=" in line and f" {name}_hi=" in line
+    rows = window_rows(series)
+    assert sum(int(r["status_5xx"] or 0) for r in rows) == 1 and sum(int(r["status_4xx"] or 0) for r in rows) == 1
+    assert sum(int(r["requests"] or 0) for r in rows) == len(requests)  # every request lands in a row
+
+
+def test_the_sampler_walks_the_process_tree() -> None:
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30; wait"])  # a child with a grandchild
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            s = sample(os.getpid(), 0.0)
+            names = [name.split(":", 1)[1] for name in s.children_rss_mb]
+            if names.count("sleep") == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert "sh" in names and names.count("sleep") == 2, names
+        assert s.server_rss_mb > 10 and s.fds >= 3
+        assert s.total_rss_mb == pytest.approx(s.server_rss_mb + sum(s.children_rss_mb.values()))
+        assert 0 < s.tree_pss_mb <= s.total_rss_mb + 1  # shared pages counted once
+    finally:
+        shell.kill()
+        shell.wait()
+
+
+@pytest.mark.integration
+def test_a_short_soak_against_a_real_server(tmp_path) -> None:
+    lines: list[str] = []
+    series, duration = soak.run(1.0, seed=3, data_dir=tmp_path / "data", out=tmp_path / "out", tenants=2,
+                                clients=1, think_s=0.3, every_s=3.0, eval_every_s=25.0, log=lines.append)
+    statuses = status_counts(series.requests)
+    assert duration >= 60 and len(series.samples) >= 10
+    assert statuses["search 200"] > 10 and statuses["answer 200"] + statuses["chat 200"] > 0, statuses
+    assert errors_5xx(series.requests) == 0, statuses
+    assert sum(n for k, n in statuses.items() if k.endswith(" 0")) == 0, statuses  # every request answered
+    refused = [k for k in statuses if k.split()[1].startswith("4") and not k.endswith(" 429")]
+    assert not refused, statuses  # the harness sends only valid requests: a 4xx is its bug or the server's
+    assert all(s.server_rss_mb > 50 for s in series.samples)
+    assert any(s.children_rss_mb for s in series.samples)  # the server's workers are in the tree
+    paths = write(series, duration, tmp_path / "out")
+    assert [p.name for p in paths][:2] == ["soak.csv", "soak.json"]
+    assert len((tmp_path / "out" / "soak.csv").read_text().splitlines()) == len(series.samples) + 1
+    assert json.loads((tmp_path / "out" / "soak.json").read_text())["statuses"] == dict(statuses)
+    line = result_line(summarise(series, duration))
+    assert "errors_5xx=0 " in line and " p99_ratio_hi=" in line and " rss_growth_hi=" in line
+    run = subprocess.run([sys.executable, "-m", "bench.soak", "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "--minutes" in run.stdout
