@@ -19,7 +19,7 @@ from tests.api.conftest import Server
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")  # valid file bytes for uploads (no check is excused)
-FUZZ_EXAMPLES = 2  # per operation; docs/benchmarks.md has a longer run
+FUZZ_EXAMPLES = int(os.environ.get("MMRAG_FUZZ_EXAMPLES", "2"))  # per operation; a longer run: docs/benchmarks.md
 
 
 def test_every_error_is_documented_with_our_body(client):
