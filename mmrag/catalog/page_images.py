@@ -22,8 +22,6 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-import pymupdf
-
 from mmrag.errors import NotFound
 from mmrag.imaging import encode_png
 from mmrag.page_render import RenderSpec, render_image
@@ -88,6 +86,8 @@ class PageImageStore:
     def _render(stem: Path, number: int, page_id: str) -> bytes:
         if not stem.with_suffix(".pdf").exists():
             raise NotFound(f"image of page {page_id!r} is missing")
+        import pymupdf  # 1-2 s of imports: only when a page image is rendered
+
         spec = json.loads(stem.with_suffix(".json").read_text())
         with pymupdf.open(stem.with_suffix(".pdf")) as doc:
             return encode_png(render_image(doc.load_page(number - 1), spec["dpi"], spec["max_page_pixels"]))
