@@ -8,6 +8,8 @@ one that does not. torch is imported only when a name must be resolved, never at
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mmrag.errors import InvalidInput
@@ -20,10 +22,17 @@ DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "float16": "float16", "f
 """Accepted dtype spellings -> canonical torch attribute names (besides ``auto``)."""
 
 
+GPU_DRIVERS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd")
+"""What a Linux machine with a GPU torch can use has (NVIDIA's driver, ROCm's)."""
+
+
 def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch is installed and sees a GPU, else ``cpu``; others unchanged."""
+    """``auto`` -> ``cuda`` when torch is installed and sees a GPU, else ``cpu``; others unchanged. A Linux machine
+    without a GPU driver (NVIDIA's or ROCm's) is ``cpu`` without importing torch (seconds of start-up)."""
     if device != "auto":
         return device
+    if sys.platform == "linux" and not any(Path(p).exists() for p in GPU_DRIVERS):
+        return "cpu"
     try:
         import torch
     except ImportError:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pymupdf
 from PIL import Image
+
+if TYPE_CHECKING:
+    import pymupdf  # imported where a page is rendered: a search that renders nothing does not load it
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,8 @@ def render_zoom(width_pt: float, height_pt: float, dpi: int, max_pixels: int) ->
 
 def pixmap_matrix(page: pymupdf.Page, dpi: int, max_pixels: int) -> tuple[pymupdf.Matrix, tuple[int, int]]:
     """The render matrix and the pixel size of the render it makes."""
+    import pymupdf
+
     zoom = render_zoom(page.rect.width, page.rect.height, dpi, max_pixels)
     matrix = pymupdf.Matrix(zoom, zoom)
     irect = (page.rect * matrix).irect
@@ -41,6 +46,8 @@ def pixmap_matrix(page: pymupdf.Page, dpi: int, max_pixels: int) -> tuple[pymupd
 def render_image(page: pymupdf.Page, dpi: int, max_pixels: int) -> Image.Image:
     """The page as displayed, at ``dpi`` under the pixel cap ``max_pixels`` (what the page store and the visual
     embedders see)."""
+    import pymupdf
+
     matrix, _ = pixmap_matrix(page, dpi, max_pixels)
     pix = page.get_pixmap(matrix=matrix, alpha=False, colorspace=pymupdf.csRGB)
     return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)

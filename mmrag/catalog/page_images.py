@@ -26,8 +26,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-import pymupdf
-
 from mmrag.errors import NotFound
 from mmrag.imaging import encode_png
 from mmrag.page_render import RenderSpec, render_image
@@ -46,6 +44,8 @@ PageRenderer = Callable[[Path, int, RenderSpec], bytes]
 
 def render_in_process(pdf: Path, number: int, spec: RenderSpec) -> bytes:
     """The page rendered in this process (a catalog used alone: tools, tests)."""
+    import pymupdf  # 1-2 s of imports: only when a page image is rendered
+
     with pymupdf.open(pdf) as doc:
         return encode_png(render_image(doc.load_page(number - 1), spec.dpi, spec.max_page_pixels))
 

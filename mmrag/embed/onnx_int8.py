@@ -4,8 +4,9 @@ batch), run by an ONNX Runtime session on the CPU with the kernels :mod:`mmrag.c
 for this processor (VNNI: u8s8; x86 without VNNI: u8u8 through ``session.x64quantprecision``, since the
 u8s8 kernels there sum in saturating 16 bits).
 
-Nothing is downloaded: the export reads the weights already loaded from the local model folder, at
-first use, into the user's cache folder (:func:`default_cache_root`), keyed by the weights' hash, the
+Nothing is downloaded: the export reads the weights from the local model folder, at first use, into the
+user's cache folder (:func:`default_cache_root`), keyed by the hash of the folder's files
+(:func:`export_key`, so finding a cached export imports neither torch nor transformers), the
 torch / ONNX Runtime versions and the chosen kernels (``<cache>/onnx-int8/<key>/model.onnx``), so every
 process and data folder on a machine shares one export, and a cache carried to another kind of CPU
 builds its own. A later load reuses the file; a file that ONNX Runtime
@@ -25,7 +26,7 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ from mmrag.cpu_kernels import TextKernels
 
 log = logging.getLogger(__name__)
 
-_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+"""The token inputs an export takes, those of them the model's tokenizer gives."""
 
 
 def default_cache_root() -> Path:
@@ -43,17 +45,18 @@ def default_cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmrag"
 
 
-def weights_key(model: Any, kernels: str) -> str:
-    """16 hex digits of the hash of the weights (names, shapes, bytes), the tool versions and ``kernels``
-    (:attr:`TextKernels.label`)."""
-    import onnxruntime
-    import torch
+def export_key(model_dir: Path, kernels: str) -> str:
+    """16 hex digits of the hash of the model folder's files (relative names, sizes, bytes), the export's tool
+    versions and ``kernels`` (:attr:`TextKernels.label`): computed from the files alone, so a cached export is
+    found without importing torch or loading the weights."""
+    from importlib.metadata import version
 
-    h = hashlib.sha256(f"torch={torch.__version__} ort={onnxruntime.__version__} int8-per-channel-fp32-down "
+    h = hashlib.sha256(f"torch={version('torch')} ort={version('onnxruntime')} int8-per-channel-fp32-down "
                        f"kernels={kernels}".encode())
-    for name, tensor in model.state_dict().items():
-        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        h.update(tensor.detach().contiguous().cpu().numpy().tobytes())
+    for file in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        h.update(f"{file.relative_to(model_dir).as_posix()}:{file.stat().st_size}".encode())
+        with file.open("rb") as f:
+            h.update(hashlib.file_digest(f, "sha256").digest())
     return h.hexdigest()[:16]
 
 
@@ -106,26 +109,27 @@ def down_projections(path: Path) -> list[str]:
 
 
 class OnnxInt8Encoder:
-    """Lifecycle: built from a loaded transformers encoder (exports or reuses the cached int8 file);
-    ``token_embeddings(features)`` runs a padded batch. One ONNX Runtime session per intra-op thread
+    """Lifecycle: built from a model folder (reuses the cached int8 file, or calls ``build(target)``, which
+    loads the weights and :func:`export_int8` s them, when there is none or it does not load);
+    ``token_embeddings(feed, threads)`` runs a padded batch. One ONNX Runtime session per intra-op thread
     count, made when first asked (the embedding service chooses the count per batch: ``threads``)."""
 
-    def __init__(self, model: Any, input_names: tuple[str, ...], cache_root: Path, kernels: TextKernels) -> None:
-        self.names = tuple(n for n in _INPUTS if n in input_names)
+    def __init__(self, model_dir: Path, cache_root: Path, kernels: TextKernels,
+                 build: Callable[[Path], None]) -> None:
         self.kernels = kernels
-        self.path = cache_root / "onnx-int8" / weights_key(model, kernels.label) / "model.onnx"
-        self._model = model
+        self.path = cache_root / "onnx-int8" / export_key(model_dir, kernels.label) / "model.onnx"
         self._sessions: dict[int, Any] = {}
         if not self.path.is_file():
             log.info("exporting the int8 text model to %s (first use)", self.path)
-            export_int8(model, self.names, self.path)
+            build(self.path)
         try:
             self.session(1)
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             log.warning("int8 model %s does not load (%s); rebuilding it", self.path, exc)
             self.path.unlink(missing_ok=True)
-            export_int8(model, self.names, self.path)
+            build(self.path)
             self.session(1)
+        self.names = tuple(i.name for i in self.session(1).get_inputs())
 
     def session(self, threads: int) -> Any:
         if threads not in self._sessions:
@@ -142,8 +146,8 @@ class OnnxInt8Encoder:
                                                            providers=["CPUExecutionProvider"])
         return self._sessions[threads]
 
-    def token_embeddings(self, features: Mapping[str, Any], threads: int) -> np.ndarray:
-        """``(B, T, hidden)`` float32 from the padded ``(B, T)`` token tensors of ``features``."""
-        feed = {n: np.ascontiguousarray(features[n].cpu().numpy(), dtype=np.int64) for n in self.names}
+    def token_embeddings(self, features: Mapping[str, np.ndarray], threads: int) -> np.ndarray:
+        """``(B, T, hidden)`` float32 from the padded ``(B, T)`` token arrays of ``features``."""
+        feed = {n: np.ascontiguousarray(features[n], dtype=np.int64) for n in self.names}
         out: np.ndarray = self.session(threads).run(None, feed)[0]
         return out

@@ -1,5 +1,5 @@
 """Pure numpy maths over multi-vector embeddings: token pooling, prefetch vectors, binary quantisation and the
-index size they cost (MaxSim itself is the store's: a multi-vector query).
+index size they cost (MaxSim itself is the store's: a multi-vector query). scipy is imported when pages are pooled.
 
 Shapes: a multi-vector is ``(n_tokens, dim)`` float32 with L2-normalised rows; a query
 is ``(n_query_tokens, dim)``. Nothing here touches torch or a model.
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
 
 from mmrag.errors import InvalidInput
 
@@ -42,6 +41,8 @@ def hierarchical_pool(embedding: np.ndarray, pool_factor: int) -> PooledTokens:
     x = embedding.astype(np.float32, copy=False)
     if pool_factor == 1 or n_tokens <= 1:
         return PooledTokens(vectors=x.copy(), labels=np.arange(n_tokens))
+    from scipy.cluster.hierarchy import fcluster, linkage  # 0.5 s of imports: only when pages are pooled
+
     distances = 1.0 - x @ x.T  # (n, n): each row is an observation, as in colpali-engine
     tree = linkage(distances, metric="euclidean", method="ward")
     raw = fcluster(tree, t=max(n_tokens // pool_factor, 1), criterion="maxclust")

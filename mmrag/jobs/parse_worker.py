@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from mmrag.config import IngestConfig
 from mmrag.errors import MMRAGError
-from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.jobs import spool_codec
 
 if TYPE_CHECKING:
@@ -134,6 +133,8 @@ def error_body(exc: BaseException, memory_mb: int) -> dict[str, Any]:
     if out_of_memory(exc):
         return {"code": "too_complex", "message": f"parsing needed more than the parse memory limit of "
                 f"{memory_mb:,} MiB (MMRAG_INGEST__PARSE_MEMORY_MB)", "detail": {"limit": "parse_memory_mb"}}
+    from mmrag.ingest.mupdf_errors import corrupt_document  # pymupdf: in the worker, not in its parent
+
     known = exc if isinstance(exc, MMRAGError) else corrupt_document(exc)  # MuPDF met damage: the file's fault
     if known is not None:
         return {"code": known.code, "message": known.message, "detail": known.detail}

@@ -30,15 +30,17 @@ import shutil
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrag.ingest.ids import sha256_hex
-from mmrag.ingest.source import Source
 from mmrag.jobs import spool_codec
 from mmrag.jobs.model import Manifest, ParsedBatch
 from mmrag.page_render import RenderSpec
 from mmrag.sqlite_db import private_folder
 from mmrag.types import Document
+
+if TYPE_CHECKING:  # the ingestion stack (converters, pymupdf): not imported by a process that only searches
+    from mmrag.ingest.source import Source
 
 SOURCE_BATCH = -1  # spool slot of the file's Source (kind, converted PDF, facts), written by plan
 

@@ -30,22 +30,22 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrag.config import IngestConfig, JobsConfig
 from mmrag.disk_space import disk_full, no_space
 from mmrag.errors import InvalidInput, Overloaded, Unavailable
-from mmrag.ingest.mupdf_errors import corrupt_document
 from mmrag.ingest.page_context import SectionState
 from mmrag.ingest.sniff import KINDS
-from mmrag.ingest.source import Source, convert_upload
 from mmrag.jobs.embedding import embed_pages
 from mmrag.jobs.model import Failed, Planned, StageTimings, Work
-from mmrag.jobs.pages import needs_images
 from mmrag.jobs.parse_pool import DocumentBudget, ParseInterrupted, ParsePool
 from mmrag.jobs.parse_worker import ParsedPages, ParseRequest
 from mmrag.jobs.spool import Spool
 from mmrag.spaces.base import Space
+
+if TYPE_CHECKING:  # the parsers and converters (pymupdf): imported when a stage runs, not by a search
+    from mmrag.ingest.source import Source
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ def failed(work: Work, error: str, message: str) -> list[Work]:
 
 
 def plan(ctx: StageContext, work: Work) -> list[Work]:
+    from mmrag.ingest.source import convert_upload
+
     if ctx.spool.cancelled(work.job_id):
         return []
     t0 = time.perf_counter()
@@ -120,6 +122,8 @@ def parse(ctx: StageContext, work: Work) -> list[Work]:
     first, last = batch_range(work.batch, ctx.batch_pages, source.pages)
     if first > source.pages:
         return []  # released by the window (see embed) past the file's last batch
+    from mmrag.jobs.pages import needs_images
+
     request = ParseRequest("pages", data, source.kind, m.filename, ctx.ingest, doc_id=m.document_id, first=first,
                            last=last, images=needs_images(m.spaces, ctx.ingest), media_type=source.media_type,
                            carried=carried_sections(ctx, work))
@@ -170,6 +174,8 @@ def run_stage(ctx: StageContext, work: Work) -> list[Work]:
     except TRANSIENT:
         raise
     except Exception as exc:
+        from mmrag.ingest.mupdf_errors import corrupt_document
+
         corrupt = corrupt_document(exc)  # MuPDF met damage (open, page load, page tree): the file's fault
         if corrupt is not None:
             return failed(work, corrupt.code, corrupt.message)

@@ -16,7 +16,6 @@ from mmrag.config import IngestConfig
 from mmrag.disk_space import disk_full, no_space
 from mmrag.errors import InvalidInput, MMRAGError, NotFound, TooLarge
 from mmrag.ingest.sniff import ACCEPTED, Kind
-from mmrag.ingest.source import inspect_upload
 from mmrag.jobs.runner import JobRunner
 from mmrag.jobs.writer import Upload
 
@@ -58,6 +57,8 @@ def check_uploaded_file(data: bytes, name: str, max_bytes: int, config: IngestCo
         raise InvalidInput(f"{name} is empty (0 bytes); upload a document ({ACCEPTED})")
     if len(data) > max_bytes:
         raise TooLarge(f"{name} is {len(data):,} bytes; the limit is {max_bytes:,} (MMRAG_INGEST__MAX_UPLOAD_BYTES)")
+    from mmrag.ingest.source import inspect_upload  # the converters (pymupdf): when an upload comes, not at start
+
     return inspect_upload(data, name, config or IngestConfig(max_upload_bytes=max_bytes))
 
 

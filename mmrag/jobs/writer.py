@@ -29,7 +29,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from mmrag.catalog import Catalog
 from mmrag.errors import NotFound
 from mmrag.ingest.ids import document_id
-from mmrag.ingest.mail import email_attachments
 from mmrag.ingest.sniff import sniff_kind
 from mmrag.jobs import bm25_stats
 from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
@@ -59,6 +58,8 @@ def with_attachments(uploads: list[Upload]) -> list[Upload]:
     for up in uploads:
         out.append(up)
         if (up.kind or sniff_kind(up.data, up.filename).name) == "eml":
+            from mmrag.ingest.mail import email_attachments  # the converters (pymupdf): only for a mail
+
             out.extend(Upload(name, data, {**up.metadata, "attachment_of": up.filename})
                        for name, data in email_attachments(up.data, up.filename))
     return out

@@ -42,3 +42,17 @@ def test_a_spec_imports_only_its_own_backend() -> None:
     assert "mmrag.embed.sentence" in loaded
     assert not loaded & (set(BACKENDS) - {"mmrag.embed.sentence"})
     assert not loaded & set(HEAVY)  # the backend imports its model library only when it builds a model
+
+
+def test_a_cached_int8_text_model_loads_and_embeds_without_torch(tmp_path: Path) -> None:
+    """The int8 export is found by its model folder's files (no weights loaded) and run by ONNX Runtime with the
+    model's tokenizer: a process that embeds with a cached export imports no model library (seconds of a
+    search's start-up); the process that builds it loads torch."""
+    load = ("from mmrag.embed.base import EmbedderOptions, load_embedder\n"
+            f"m = load_embedder('st:sentence-transformers/all-MiniLM-L6-v2', EmbedderOptions(device='cpu', "
+            f"text_precision='int8', cache_dir={str(tmp_path)!r}))\n"
+            "assert m.embed_batch(['a query'], 'query')[0].shape == (384,)")
+    assert "torch" in loaded_after(load)  # the first load exports the model
+    assert list(tmp_path.glob("onnx-int8/*/model.onnx"))
+    cached = loaded_after(load)
+    assert not cached & set(HEAVY), sorted(cached & set(HEAVY))

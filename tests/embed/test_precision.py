@@ -113,6 +113,25 @@ def test_int8_export_is_cached_and_a_corrupt_file_rebuilt(cache: Path) -> None:
         assert _load("int8", cache, other).int8.path.parent != path.parent  # type: ignore[union-attr]
 
 
+def test_int8_vectors_equal_the_sentence_transformers_modules_on_the_same_session(cache: Path) -> None:
+    """The int8 path tokenises with the model's tokenizer.json and pools in numpy (no torch at query time); its
+    vectors equal sentence-transformers' own tokenisation, pooling and normalisation around the same ONNX
+    Runtime session (what the path computed before) to 1e-6."""
+    import torch
+
+    model = _load("int8", cache)
+    st = model.model  # the sentence-transformers model, loaded now for the reference only
+    for kind in ("document", "query"):
+        features = st.preprocess(TEXTS)
+        feed = {k: v.numpy() for k, v in features.items() if isinstance(v, torch.Tensor)}
+        hidden = model.int8.token_embeddings(feed, 1)  # type: ignore[union-attr]
+        pooled = {**features, "token_embeddings": torch.from_numpy(hidden)}
+        for module in list(st)[1:]:
+            pooled = module(pooled)
+        expected = torch.nn.functional.normalize(pooled["sentence_embedding"].float(), p=2, dim=1).numpy()
+        np.testing.assert_allclose(np.stack(model.embed_batch(TEXTS, kind)), expected, atol=1e-6)
+
+
 def test_bad_precision_names_the_allowed_values(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="'auto', 'float32', 'int8' or 'bf16'"):
         EmbedConfig(text_precision="fp16")  # type: ignore[arg-type]
