@@ -27,11 +27,12 @@ import numpy as np
 
 from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline
-from mmrag.config import RankingConfig, merge_settings
+from mmrag.config import merge_settings
 from mmrag.evaluate.metrics import query_metrics
 from mmrag.evaluate.stats import interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.retrieve import document_prior
+from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
 
 FIT_PARTS = ("entity", "period", "form", "latest")

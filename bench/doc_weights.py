@@ -27,11 +27,12 @@ from typing import Any
 
 from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline, suite_data_args
-from mmrag.config import RetrieveConfig, Settings, merge_settings
+from mmrag.config import Settings, merge_settings
 from mmrag.evaluate.scale import question_scores
 from mmrag.evaluate.stats import Estimate, interval, mean_stat
 from mmrag.evaluate.suite import Query, Suite, load_suite
 from mmrag.pipeline import Pipeline
+from mmrag.retrieve_config import RetrieveConfig
 from mmrag.types import SearchRequest
 
 DEFAULT_GRID: dict[str, list[Any]] = {

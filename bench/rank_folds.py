@@ -37,7 +37,6 @@ import numpy as np
 
 from bench._stats import machine_line, result_line
 from bench._suite_data import open_search_pipeline
-from mmrag.config import RankingConfig
 from mmrag.evaluate.rank_data import (
     QuestionRows,
     QuestionScore,
@@ -49,6 +48,7 @@ from mmrag.evaluate.rank_data import (
 from mmrag.evaluate.stats import Estimate, interval, latency_stats, mean_stat, paired_ratios
 from mmrag.evaluate.suite import load_suite
 from mmrag.retrieve.ranker import ROUNDS, train_ranker
+from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mmrag.catalog import Catalog
-from mmrag.config import CorpusConfig, IngestConfig, RetrieveConfig
+from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.errors import Conflict, InvalidInput, Unavailable
 from mmrag.imaging import decode_query_image
 from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, candidate_hit, gather_candidates, located
@@ -29,6 +29,7 @@ from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
 from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
+from mmrag.retrieve_config import RetrieveConfig
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore, check_field_name
 from mmrag.types import FUSIONS, MAX_RRF_K, MAX_WEIGHT, Evidence, EvidenceKind, SearchRequest, SearchResult

@@ -10,8 +10,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from mmrag.config import RankingConfig
 from mmrag.retrieve.evidence import order_hits, query_past_ties, rank_key
+from mmrag.retrieve_config import RankingConfig
 from mmrag.store.base import Hit, QueryNode, in_score_order
 from mmrag.types import SearchRequest
 

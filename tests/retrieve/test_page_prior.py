@@ -9,7 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from mmrag.config import IngestConfig, RankingConfig
+from mmrag.config import IngestConfig
 from mmrag.ingest.parse import parse_pdf_batch
 from mmrag.retrieve.page_prior import (
     FIGURE_CAP,
@@ -22,6 +22,7 @@ from mmrag.retrieve.page_prior import (
     reprioritise,
     title_match,
 )
+from mmrag.retrieve_config import RankingConfig
 from mmrag.spaces.bm25 import bm25_term_counts
 from mmrag.store.base import Hit
 from mmrag.types import SearchRequest

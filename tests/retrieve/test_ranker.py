@@ -8,11 +8,11 @@ import numpy as np
 import pymupdf
 import pytest
 
-from mmrag.config import RankingConfig
 from mmrag.errors import InvalidInput
 from mmrag.retrieve.candidates import candidate_hit
 from mmrag.retrieve.rank_features import FEATURES, CandidatePage
 from mmrag.retrieve.ranker import SHIPPED, load_ranker, train_ranker
+from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
 
 STATEMENT = FEATURES.index("named_statement")  # the column the toy models learn from (named_statement)

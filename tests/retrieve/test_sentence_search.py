@@ -8,7 +8,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from mmrag.config import RankingConfig
+from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
 
 PAGES = [
