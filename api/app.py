@@ -23,11 +23,11 @@ from api.middleware import GateMiddleware, RequestMiddleware
 from api.observability import Metrics, configure_logging
 from api.routes import answer, corpora, documents, evaluations, health, jobs, keys, openai_chat, ranker, search, web
 from mmrag import __version__
-from mmrag.backends import LocalBackend
 from mmrag.config import Settings, load_settings
 from mmrag.evaluate.ranker_training import RankerTraining
 from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.runner import RunnerFactory
+from mmrag.local_application import LocalApplication
 from mmrag.pipeline import Pipeline, build_pipeline
 
 log = logging.getLogger("mmrag.api")
@@ -78,8 +78,8 @@ def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> Non
     server."""
     configure_logging(settings.api.log_format, settings.log_level)
     app.state.pipeline = pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
-    app.state.evaluations = EvaluationService(LocalBackend(pipeline, pipeline.answers),
-                                              settings.data_dir / "evaluations", settings.eval_suites_dir)
+    app.state.application = application = LocalApplication(pipeline, owns_pipeline=False)  # what the doors call
+    app.state.evaluations = EvaluationService(application, settings.data_dir / "evaluations", settings.eval_suites_dir)
     app.state.rankers = RankerTraining(pipeline.retriever)
     app.state.settings = settings
     app.state.auth = AuthGate(settings)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,38 +19,12 @@ from fastapi import Depends, Request
 from fastapi.routing import iter_route_contexts
 
 from api.limits import JobQuota, RateLimiter
+from mmrag.access import Principal
 from mmrag.config import Settings
-from mmrag.errors import Forbidden, NotFound, Overloaded, Unauthorized
-from mmrag.keys import ApiKey, KeyStore, Scope
+from mmrag.errors import Overloaded, Unauthorized
+from mmrag.keys import KeyStore, Scope
 
 log = logging.getLogger("mmrag.api.auth")
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is asking: a key, or nobody on an open server (everything allowed)."""
-
-    key: ApiKey | None
-
-    @property
-    def id(self) -> str:
-        return self.key.id if self.key is not None else "anonymous"
-
-    def allows(self, scope: Scope, corpus: str | None = None) -> bool:
-        return self.key is None or self.key.allows(scope, corpus)
-
-    def sees(self, corpus: str) -> bool:
-        return self.key is None or self.key.sees(corpus)
-
-    def check(self, scope: Scope, corpus: str | None, missing: str) -> None:
-        """Raise unless allowed: 404 (``missing``) for a corpus the key cannot see, else 403."""
-        if self.allows(scope, corpus):
-            return
-        if corpus is not None and not self.sees(corpus):
-            raise NotFound(missing)
-        assert self.key is not None
-        raise Forbidden(f"this key ({self.key.prefix}..., scope {self.key.scope}) does not allow this; "
-                        f"it needs scope {scope}" + (f" on corpus {corpus!r}" if corpus else ""))
 
 
 def is_loopback(host: str) -> bool:

@@ -6,11 +6,13 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.auth import AuthGate, Principal, get_gate, require
+from api.auth import AuthGate, get_gate, require
+from mmrag.access import Principal
 from mmrag.evaluate.ranker_training import RankerTraining
 from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.runner import JobRunner
 from mmrag.jobs.state import JobStore
+from mmrag.local_application import LocalApplication
 from mmrag.pipeline import Pipeline
 
 
@@ -20,6 +22,16 @@ def get_pipeline(request: Request) -> Pipeline:
 
 
 PipelineDep = Annotated[Pipeline, Depends(get_pipeline)]
+
+
+def get_application(request: Request) -> LocalApplication:
+    """The app's application (:mod:`mmrag.application`); a route takes the request key's view of it
+    (``application.as_principal(principal)``)."""
+    application: LocalApplication = request.app.state.application
+    return application
+
+
+ApplicationDep = Annotated[LocalApplication, Depends(get_application)]
 
 
 def get_runner(pipeline: PipelineDep) -> JobRunner:

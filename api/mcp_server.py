@@ -3,10 +3,11 @@ and each page as resources (``mmrag://corpora/{corpus}/pages/{page_id}``: its im
 and word boxes as JSON).
 
 The tools' input schemas are the REST routes' request models (:class:`api.schemas.SearchIn`,
-:class:`api.schemas.AnswerIn`) with the corpus in front. They call a :class:`Library`: over HTTP (mounted
-on the API at ``/mcp``, :func:`mount_mcp`) a :class:`PipelineLibrary` of the app's pipeline and the
-request's key (:class:`api.auth.AuthGate`, the REST routes' checks: 401, rate, another tenant's corpus is
-unknown); over stdio (``mmrag mcp``, :mod:`cli.mcp_cmd`) the same in-process, or the REST API's client.
+:class:`api.schemas.AnswerIn`) with the corpus in front. They call the application
+(:mod:`mmrag.application`) and nothing else: over HTTP (mounted on the API at ``/mcp``, :func:`mount_mcp`)
+the app's, as the request's key sees it (:class:`api.auth.AuthGate`, the REST routes' checks: 401, rate,
+another tenant's corpus is unknown); over stdio (``mmrag mcp``, :mod:`cli.mcp_cmd`) the same in-process,
+or the one over the REST API.
 An mmrag error becomes the tool's error result (or the resource read's error), never data.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 import anyio
 from fastapi import FastAPI
@@ -28,14 +29,14 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from api.auth import ANY_KEY, Principal
-from api.routes.documents import page_detail, page_links
+from api.auth import ANY_KEY
+from api.routes.answer import answer_request
 from api.routes.search import decode_base64, search_request
 from api.schemas import AnswerIn, SearchIn
 from mmrag import __version__
+from mmrag.application import Application
 from mmrag.errors import MMRAGError, Unavailable
-from mmrag.generate.answer_service import event_payloads, final_answer
-from mmrag.pipeline import Pipeline
+from mmrag.generate.answer_events import event_payload, final_event
 
 PAGE_URI = "mmrag://corpora/{corpus}/pages/{page_id}"
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # every tool reads this server's corpora
@@ -43,58 +44,26 @@ INSTRUCTIONS = ("mmrag searches and answers from document corpora (PDFs, scans, 
                 "search a corpus or ask it a question with answer (it cites pages); get_page reads a page.")
 
 
-class Library(Protocol):
-    """What the MCP tools read, as the REST API's shapes (plain data)."""
-
-    def corpora(self) -> list[dict[str, Any]]: ...
-    def search(self, corpus: str, body: SearchIn) -> list[dict[str, Any]]: ...
-    def page(self, corpus: str, page_id: str) -> dict[str, Any]: ...
-    def page_image(self, corpus: str, page_id: str) -> bytes: ...
-    def answer(self, corpus: str, body: AnswerIn) -> dict[str, Any]: ...
+def corpus_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """A corpus as ``list_corpora`` shows it."""
+    return {"name": row["name"], "documents": row["documents"], "pages": row["pages"],
+            "spaces": list(row["config"]["spaces"])}
 
 
-class PipelineLibrary:
-    """The pipeline, as one key may read it. Lifecycle: one per request (HTTP) or per process (stdio)."""
+def search_results(application: Application, corpus: str, body: SearchIn) -> list[dict[str, Any]]:
+    """The ``search`` tool's results: the REST result fields, with each page's resource URI (``page_uri``)."""
+    image = decode_base64(body.image_base64) if body.image_base64 else None
+    found = application.search(corpus, search_request(body, body.query, image, body.image_page_id))
+    return [{**e.as_json(), "page_uri": PAGE_URI.format(corpus=corpus, page_id=e.page_id)} for e in found.evidence]
 
-    def __init__(self, pipeline: Pipeline, principal: Principal) -> None:
-        self.pipeline, self.principal = pipeline, principal
 
-    def _check(self, corpus: str) -> None:
-        self.principal.check("read", corpus, f"unknown corpus {corpus!r}")
-
-    def corpora(self) -> list[dict[str, Any]]:
-        return [{"name": r.name, "documents": r.documents, "pages": r.pages, "spaces": list(r.config.spaces)}
-                for r in self.pipeline.corpora.listed() if self.principal.sees(r.name)]
-
-    def search(self, corpus: str, body: SearchIn) -> list[dict[str, Any]]:
-        self._check(corpus)
-        image = decode_base64(body.image_base64) if body.image_base64 else None
-        request = search_request(body, body.query, image, body.image_page_id)
-        if image is not None or body.image_page_id is not None:
-            self.pipeline.check_image_query(corpus, request.spaces)
-        public = self.pipeline.settings.api.public_url
-        return [{**e.as_json(), "image_url": page_links(public, corpus, e.page_id)[0]}
-                for e in self.pipeline.search(corpus, request).evidence]
-
-    def page(self, corpus: str, page_id: str) -> dict[str, Any]:
-        self._check(corpus)
-        return page_detail(self.pipeline, corpus, page_id).model_dump()
-
-    def page_image(self, corpus: str, page_id: str) -> bytes:
-        self._check(corpus)
-        return self.pipeline.documents.page_image(corpus, page_id)
-
-    def answer(self, corpus: str, body: AnswerIn) -> dict[str, Any]:
-        self._check(corpus)
-        self.pipeline.corpora.config(corpus)  # 404 for an unknown corpus
-        service = self.pipeline.answers.enable()
-        events = service.answer_stream(corpus, body.question, body.top_k, body.visual_token_budget,
-                                       body.max_new_tokens, document_ids=body.document_ids)
-        return final_answer(event_payloads(events))
+def answer_of(application: Application, corpus: str, body: AnswerIn) -> dict[str, Any]:
+    """The ``answer`` tool's result: the final answer event's fields."""
+    return event_payload(final_event(application.answer(corpus, answer_request(body))))[1]
 
 
 ANNOTATED: Any = Annotated  # built at run time from a field (a type checker reads Annotated[...] as a type)
-LibraryOf = Callable[[Context], Library]  # the library of a tool call (the HTTP request's key, or the process's)
+ApplicationOf = Callable[[Context], Application]  # a tool call's application (the HTTP request key's, or the process's)
 
 
 def model_parameters(model: type[BaseModel], skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
@@ -122,7 +91,7 @@ def with_parameters(fn: Callable[..., Any], params: list[inspect.Parameter]) -> 
 
 
 async def call(what: Callable[[], Any], error: type[Exception] = ToolError) -> Any:
-    """Run a library call in a worker thread (it searches, reads pages, generates); an mmrag error becomes
+    """Run an application call in a worker thread (it searches, reads pages, generates); an mmrag error becomes
     the SDK's tool (or resource) error with the same message."""
     try:
         return await anyio.to_thread.run_sync(what)
@@ -130,17 +99,19 @@ async def call(what: Callable[[], Any], error: type[Exception] = ToolError) -> A
         raise error(f"{exc.code}: {exc.message}") from exc
 
 
-def build_mcp(library_of: LibraryOf) -> MCPServer:
+def build_mcp(application_of: ApplicationOf) -> MCPServer:
     mcp = MCPServer("mmrag", version=__version__, instructions=INSTRUCTIONS)
 
     @mcp.tool(description="The corpora this key may read: name, documents, pages, search spaces.",
               annotations=READ_ONLY)
     async def list_corpora(ctx: Context) -> dict[str, Any]:
-        return {"corpora": await call(library_of(ctx).corpora)}
+        application = application_of(ctx)
+        return {"corpora": [corpus_summary(row) for row in await call(application.corpora)]}
 
     async def search(ctx: Context, corpus: str, **fields: Any) -> dict[str, Any]:
         body = SearchIn.model_validate(fields)
-        return {"results": await call(lambda: library_of(ctx).search(corpus, body))}
+        application = application_of(ctx)
+        return {"results": await call(lambda: search_results(application, corpus, body))}
 
     mcp.add_tool(with_parameters(search, model_parameters(SearchIn)), name="search", annotations=READ_ONLY,
                  description="Hybrid search of a corpus (the REST search's fields: query, top_k, metadata filters, "
@@ -148,7 +119,8 @@ def build_mcp(library_of: LibraryOf) -> MCPServer:
 
     async def answer(ctx: Context, corpus: str, **fields: Any) -> dict[str, Any]:
         body = AnswerIn.model_validate({**fields, "stream": False})
-        return dict(await call(lambda: library_of(ctx).answer(corpus, body)))
+        application = application_of(ctx)
+        return dict(await call(lambda: answer_of(application, corpus, body)))
 
     mcp.add_tool(with_parameters(answer, model_parameters(AnswerIn, skip=("stream",))), name="answer",
                  annotations=READ_ONLY,
@@ -160,31 +132,32 @@ def build_mcp(library_of: LibraryOf) -> MCPServer:
     async def get_page(corpus: Annotated[str, Field(min_length=1, max_length=63)],
                        page_id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$")],
                        ctx: Context) -> list[str | Image]:
-        library = library_of(ctx)
-        page = await call(lambda: library.page(corpus, page_id))
-        png = await call(lambda: library.page_image(corpus, page_id))
+        application = application_of(ctx)
+        page = await call(lambda: application.page(corpus, page_id))
+        png = await call(lambda: application.page_image(corpus, page_id))
         return [json.dumps(page, ensure_ascii=False), Image(data=png, format="png")]
 
     @mcp.resource(PAGE_URI, name="page", mime_type="image/png", description="A page's image (PNG)")
     async def page_image(corpus: str, page_id: str, ctx: Context) -> bytes:
-        library = library_of(ctx)
-        return bytes(await call(lambda: library.page_image(corpus, page_id), ResourceError))
+        application = application_of(ctx)
+        return bytes(await call(lambda: application.page_image(corpus, page_id), ResourceError))
 
     @mcp.resource(PAGE_URI + "/text", name="page_text", mime_type="application/json",
                   description="A page's text and word boxes (JSON)")
     async def page_text(corpus: str, page_id: str, ctx: Context) -> str:
-        library = library_of(ctx)
-        return json.dumps(await call(lambda: library.page(corpus, page_id), ResourceError), ensure_ascii=False)
+        application = application_of(ctx)
+        return json.dumps(await call(lambda: application.page(corpus, page_id), ResourceError), ensure_ascii=False)
 
     return mcp
 
 
-def request_library(ctx: Context) -> Library:
-    """The library of an MCP request over HTTP: the app's pipeline and the key :class:`McpEndpoint` checked."""
+def request_application(ctx: Context) -> Application:
+    """The application of an MCP request over HTTP: the app's, as the key :class:`McpEndpoint` checked sees it."""
     request = ctx.request_context.request
     if not isinstance(request, Request):
         raise Unavailable("the MCP endpoint of the API serves only HTTP requests")
-    return PipelineLibrary(request.app.state.pipeline, request.state.principal)
+    application: Application = request.app.state.application.as_principal(request.state.principal)
+    return application
 
 
 class McpEndpoint:
@@ -208,6 +181,6 @@ class McpEndpoint:
 def mount_mcp(app: FastAPI) -> McpEndpoint:
     """``/mcp`` on the app (not in the OpenAPI document: it is JSON-RPC, not a REST route). The app's lifespan
     runs the endpoint's session manager (``endpoint.manager.run()``)."""
-    endpoint = McpEndpoint(build_mcp(request_library))
+    endpoint = McpEndpoint(build_mcp(request_application))
     app.router.routes.append(Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     return endpoint

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from mmrag.config import CorpusConfig
 from mmrag.keys import Scope
 from mmrag.spaces.registry import check_space_name, page_spaces
-from mmrag.types import MAX_PREFETCH_LIMIT, MAX_RRF_K, MAX_TOP_K, MAX_WEIGHT, Fusion
+from mmrag.types import MAX_PREFETCH_LIMIT, MAX_RRF_K, MAX_TOP_K, MAX_WEIGHT, Fusion, SearchKind
 
 SQLITE_INT = 2**63 - 1  # the largest integer SQLite keeps
 FILTER_KEY = r"^[A-Za-z0-9_-]+(\[[0-9]*\])?(\.[A-Za-z0-9_-]+(\[[0-9]*\])?)*$"  # a payload key path (store.base)
@@ -146,7 +146,7 @@ class SearchOptions(BaseModel):
         description="Payload filters: field -> value or list of values; a field name holds only ASCII letters, "
                     "digits, '_' and '-' (dots separate nested fields: doc.periods)")
     pages: PageRange | None = Field(None, description="Only pages in this range")
-    kinds: list[Literal["page", "image"]] | None = Field(
+    kinds: list[SearchKind] | None = Field(
         None, min_length=1, description="Only these kinds: PDF pages, standalone images")
     explain: bool = Field(False, description="Return per-space ranks and scores (and the MaxSim rerank score)")
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from cli.commands import fail
-from cli.remote import open_backend
+from cli.remote import open_application
+from mmrag.application import AnswerRequest
 from mmrag.errors import MMRAGError
+from mmrag.generate.answer_events import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payload
 
 console = Console(stderr=True)
 
@@ -26,32 +28,31 @@ def answer(
     as_json: Annotated[bool, typer.Option("--json", help="Print the final answer event as JSON")] = False,
 ) -> None:
     """Answer a question from a corpus, streaming the answer, then the cited pages and timings."""
-    body = {"question": question, "top_k": top_k, "visual_token_budget": budget, "max_new_tokens": max_new_tokens,
-            "stream": True}
+    request = AnswerRequest(question, top_k, budget, max_new_tokens)
     try:
-        with open_backend(timeout_s=900) as backend:
-            show_answer(backend.answer_events(corpus, body), as_json)
+        with open_application(timeout_s=900) as application:
+            show_answer(application.answer(corpus, request), as_json)
     except MMRAGError as exc:
         fail(exc)
 
 
-def show_answer(events: Iterator[tuple[str, Any]], as_json: bool) -> None:
+def show_answer(events: Iterator[AnswerEvent], as_json: bool) -> None:
     """Stream the tokens, then the notice, the cited pages and the timings (or the done event as JSON)."""
-    for event, data in events:
-        if event == "token" and not as_json:
-            sys.stdout.write(data["text"])
+    for event in events:
+        if isinstance(event, TokenDelta) and not as_json:
+            sys.stdout.write(event.text)
             sys.stdout.flush()
-        elif event == "error":
-            console.print(f"\n[red]error[/red] ({data['code']}): {data['message']}")
+        elif isinstance(event, AnswerError):
+            console.print(f"\n[red]error[/red] ({event.code}): {event.message}")
             raise typer.Exit(2)
-        elif event == "done":
+        elif isinstance(event, AnswerDone):
             if as_json:
-                sys.stdout.write(json.dumps(data, indent=2) + "\n")
+                sys.stdout.write(json.dumps(event_payload(event)[1], indent=2) + "\n")
                 return
             sys.stdout.write("\n")
-            if data.get("notice"):
-                console.print(f"[yellow]{data['notice']}[/yellow]")
-            for c in data["citations"]:
-                console.print(f"  [{c['n']}] {c['filename']} p.{c['page']}")
-            console.print(f"mode: {data['mode']}; " + ", ".join(
-                f"{k} {v:.2f}s" for k, v in data["timings"].items() if k.endswith("_s")))
+            if event.notice:
+                console.print(f"[yellow]{event.notice}[/yellow]")
+            for c in event.citations:
+                console.print(f"  [{c.n}] {c.filename} p.{c.page}")
+            console.print(f"mode: {event.mode}; " + ", ".join(
+                f"{k} {v:.2f}s" for k, v in event.timings.items() if k.endswith("_s")))

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.remote import folder_pipeline, open_backend
-from mmrag.backends import Backend
+from cli.remote import folder_pipeline, open_application
+from mmrag.application import Application
 from mmrag.config import load_settings
 from mmrag.errors import MMRAGError
 
@@ -76,10 +76,10 @@ def ingest(
     meta: dict[str, Any] = json.loads(metadata) if metadata else {}
     files = _files(paths)
     try:
-        with open_backend(run_jobs=True) as backend:
-            backend.ensure_corpus(corpus)
-            job_ids, rejected = backend.submit(corpus, files, meta)
-            jobs = follow_jobs(backend, job_ids)
+        with open_application(run_jobs=True) as application:
+            application.ensure_corpus(corpus)
+            job_ids, rejected = application.submit(corpus, files, meta)
+            jobs = follow_jobs(application, job_ids)
     except MMRAGError as exc:
         fail(exc)
         return
@@ -94,17 +94,17 @@ def ingest(
         raise typer.Exit(1)
 
 
-def follow_jobs(backend: Backend, job_ids: list[str], every: float = 0.3) -> list[dict[str, Any]]:
+def follow_jobs(application: Application, job_ids: list[str], every: float = 0.3) -> list[dict[str, Any]]:
     """Poll the jobs until they finish, drawing one bar of their pages (total known once planned)."""
     import time
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
                TimeElapsedColumn())
-    jobs = [backend.job(j) for j in job_ids]
+    jobs = [application.job(j) for j in job_ids]
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("indexing", total=None)
         while True:
-            jobs = [backend.job(j) for j in job_ids]
+            jobs = [application.job(j) for j in job_ids]
             files = [f for j in jobs for f in j["files"]]
             finished = sum(f["state"] in ("done", "exists", "failed", "cancelled") for f in files)
             progress.update(bar, total=sum(j["pages_total"] for j in jobs) or None,
@@ -118,8 +118,8 @@ def follow_jobs(backend: Backend, job_ids: list[str], every: float = 0.3) -> lis
 def corpora() -> None:
     """List corpora."""
     try:
-        with open_backend() as backend:
-            rows = backend.corpora()
+        with open_application() as application:
+            rows = application.corpora()
     except MMRAGError as exc:
         fail(exc)
         return
@@ -158,4 +158,4 @@ def reindex_documents(corpus: Annotated[str, typer.Argument(help="Corpus name")]
                   f"{done.pages} pages rewritten) in {done.seconds:.2f}s")
 
 
-__all__ = ["Backend", "corpora", "fail", "ingest", "reindex_documents", "reweight_bm25", "serve"]
+__all__ = ["Application", "corpora", "fail", "ingest", "reindex_documents", "reweight_bm25", "serve"]

@@ -38,17 +38,17 @@ class RichProgress:
 def _run(suite: Suite, out: Path, api: str | None, data_dir: Path | None, plots: bool) -> Any:
     """In-process: the pipeline built from the settings with the suite's overrides, ingesting through
     its jobs and answering with its answer service (the VLM when one loads, else extractive);
-    with ``api``: the same suite through the REST backend."""
+    with ``api``: the same suite through the application over that server's REST API."""
     from mmrag.evaluate.runner import run_suite
 
     columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as bar:
         callback = RichProgress(bar)
         if api:
-            from mmrag.backends import RemoteBackend
+            from mmrag.remote_application import RemoteApplication
             from mmrag.rest_client import Client
 
-            target = RemoteBackend(Client(api, timeout_s=300.0), job_timeout_s=300.0)
+            target = RemoteApplication(Client(api, timeout_s=300.0), job_timeout_s=300.0)
             try:
                 return run_suite(suite, target, out, progress=callback, plots=plots)
             finally:
@@ -56,11 +56,13 @@ def _run(suite: Suite, out: Path, api: str | None, data_dir: Path | None, plots:
         from mmrag.pipeline import build_pipeline
 
         settings = merge_settings(load_settings(data_dir=data_dir), suite.spec.pipeline.settings)
-        pipeline = build_pipeline(settings)
+        from mmrag.local_application import LocalApplication
+
+        application = LocalApplication(build_pipeline(settings))
         try:
-            return run_suite(suite, pipeline, out, progress=callback, answerer=pipeline.answers, plots=plots)
+            return run_suite(suite, application, out, progress=callback, plots=plots)
         finally:
-            pipeline.close()
+            application.close()
 
 
 def _print_metrics(metrics: dict[str, float]) -> None:

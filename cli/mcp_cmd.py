@@ -1,7 +1,7 @@
 """``mmrag mcp``: mmrag as an MCP server over stdio, for desktop agents (the tools of :mod:`api.mcp_server`).
 
 Where it reads: ``--url`` names a running server (REST, the key sent as the bearer); otherwise the chooser
-of every command (:func:`cli.remote.open_backend`): the ``mmrag serve`` that owns the data folder over REST,
+of every command (:func:`cli.remote.open_application`): the ``mmrag serve`` that owns the data folder over REST,
 or the data folder in-process, where a key (``--key`` / ``MMRAG_API_KEY``) is checked against the folder's
 key store on every call as the API would check it (its corpus only), and no key reads every corpus (the
 folder's owner runs this process). Nothing but MCP's JSON-RPC is written to stdout.
@@ -12,75 +12,42 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.remote import open_backend
-from mmrag.backends import Backend, LocalBackend, RemoteBackend
+from cli.remote import open_application
+from mmrag.application import Application
+from mmrag.local_application import LocalApplication
+from mmrag.remote_application import RemoteApplication
 from mmrag.rest_client import Client
 
 if TYPE_CHECKING:  # the API's modules load when the command runs, not with every command of the CLI
-    from api.mcp_server import LibraryOf
-    from api.schemas import AnswerIn, SearchIn
+    from api.mcp_server import ApplicationOf
 
 
-class RestLibrary:
-    """The tools' library over a running server's REST API (the server checks the key)."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    def corpora(self) -> list[dict[str, Any]]:
-        return [{"name": c["name"], "documents": c["documents"], "pages": c["pages"],
-                 "spaces": c["config"]["spaces"]} for c in self.client.corpora()]
-
-    def search(self, corpus: str, body: SearchIn) -> list[dict[str, Any]]:
-        found = self.client.call("POST", f"/corpora/{corpus}/search", json=body.model_dump(exclude_none=True))
-        return list(found["results"])
-
-    def page(self, corpus: str, page_id: str) -> dict[str, Any]:
-        return self.client.page(corpus, page_id)
-
-    def page_image(self, corpus: str, page_id: str) -> bytes:
-        return self.client.page_image(corpus, page_id)
-
-    def answer(self, corpus: str, body: AnswerIn) -> dict[str, Any]:
-        from mmrag.generate.answer_service import final_answer
-
-        return final_answer(self.client.answer_events(corpus, body.model_dump(exclude_none=True)))
-
-
-def library_of(backend: Backend, key: str | None) -> LibraryOf:
-    """``ctx -> Library`` of a backend: in-process, the key's principal is resolved on each call."""
-    from api.mcp_server import PipelineLibrary
-
-    if isinstance(backend, RemoteBackend):
-        rest = RestLibrary(backend.client)
-        return lambda ctx: rest
-    assert isinstance(backend, LocalBackend)
-    pipeline = backend.pipeline
-    if not key:
-        from api.auth import Principal
-
-        everything = PipelineLibrary(pipeline, Principal(None))
-        return lambda ctx: everything
+def application_of(application: Application, key: str | None) -> ApplicationOf:
+    """``ctx -> Application``: over REST the server checks the key; in-process the key's principal is
+    resolved on each call (a revoked key stops working), and no key reads every corpus."""
+    if not key or not isinstance(application, LocalApplication):
+        return lambda ctx: application
     from api.auth import AuthGate
+    from mmrag.config import load_settings
 
-    gate = AuthGate(pipeline.settings)
-    return lambda ctx: PipelineLibrary(pipeline, gate.key_principal(key))
+    gate = AuthGate(load_settings())  # the settings the in-process application was built from
+    return lambda ctx: application.as_principal(gate.key_principal(key))
 
 
 @contextmanager
-def mcp_backend(url: str | None, key: str | None) -> Iterator[Backend]:
+def mcp_application(url: str | None, key: str | None) -> Iterator[Application]:
     if url:
-        backend: Backend = RemoteBackend(Client(url, api_key=key, timeout_s=900))
+        remote = RemoteApplication(Client(url, api_key=key, timeout_s=900))
         try:
-            yield backend
+            yield remote
         finally:
-            backend.close()
+            remote.close()
         return
-    with open_backend(timeout_s=900) as chosen:
+    with open_application(timeout_s=900) as chosen:
         yield chosen
 
 
@@ -96,6 +63,6 @@ def mcp(
     from api.mcp_server import build_mcp
 
     if key:
-        os.environ["MMRAG_API_KEY"] = key  # the REST client of open_backend sends it
-    with mcp_backend(url, key) as backend:
-        build_mcp(library_of(backend, key)).run("stdio")
+        os.environ["MMRAG_API_KEY"] = key  # the REST client of open_application sends it
+    with mcp_application(url, key) as application:
+        build_mcp(application_of(application, key)).run("stdio")

@@ -1,6 +1,6 @@
 """Where CLI commands run: over REST against the running server that owns the data folder, or in-process
-(the pipeline, its embedded job runner) when none does: the two sides of the one facade,
-:mod:`mmrag.backends`. :func:`open_backend` is the one chooser (ingest, search, corpora, answer). Not
+(the pipeline, its embedded job runner) when none does: the two implementations of the one application
+interface, :mod:`mmrag.application`. :func:`open_application` is the one chooser (ingest, search, corpora, answer). Not
 chosen here: ``mmrag eval run --api URL`` names its server (an in-process evaluation builds its own
 pipeline from the suite's settings, which a running server cannot take), and ``mmrag keys`` falls back
 to the data folder's key store when the server refuses the key (that is how the first admin key is made).
@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 import httpx
 
 from mmrag import errors
-from mmrag.backends import Backend, LocalBackend, RemoteBackend
+from mmrag.application import Application
 from mmrag.config import load_settings
+from mmrag.remote_application import RemoteApplication
 from mmrag.rest_client import Client
 
 if TYPE_CHECKING:
@@ -67,19 +68,20 @@ def folder_pipeline() -> Iterator[Pipeline]:
 
 
 @contextmanager
-def open_backend(*, run_jobs: bool = False, timeout_s: float = 600.0) -> Iterator[Backend]:
+def open_application(*, run_jobs: bool = False, timeout_s: float = 600.0) -> Iterator[Application]:
     """The running server's REST API if there is one, else the in-process pipeline (``run_jobs``:
     with its job runner, for commands that ingest): the one place where a command chooses. ``timeout_s``:
     of each REST read (an answer's stream waits for the VLM)."""
     settings = load_settings()
     client = server_client(settings.data_dir, timeout_s)
     if client is not None:
-        backend: Backend = RemoteBackend(client)
+        application: Application = RemoteApplication(client)
     else:
+        from mmrag.local_application import LocalApplication
         from mmrag.pipeline import build_pipeline
 
-        backend = LocalBackend(build_pipeline(settings, run_jobs=run_jobs))
+        application = LocalApplication(build_pipeline(settings, run_jobs=run_jobs))
     try:
-        yield backend
+        yield application
     finally:
-        backend.close()
+        application.close()

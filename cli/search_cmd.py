@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.commands import fail
-from cli.remote import open_backend
+from cli.remote import open_application
 from mmrag.errors import InvalidInput, MMRAGError
 from mmrag.types import FUSIONS, MAX_RRF_K, MAX_WEIGHT, SearchRequest
 
@@ -73,8 +73,8 @@ def search(
                             spaces=space or None, weights=parse_weights(weight or []), explain=explain,
                             image_page_id=like_page, pages=parse_pages(pages), kinds=kind or None,
                             prefetch_limit=prefetch, rrf_k=rrf_k, fusion=fusion)
-        with open_backend() as backend:
-            results = backend.search(corpus, req)["results"]
+        with open_application() as application:
+            results = [e.as_json() for e in application.search(corpus, req).evidence]
     except (MMRAGError, OSError) as exc:
         fail(exc if isinstance(exc, MMRAGError) else InvalidInput(str(exc)))
         return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mmrag.embed.lazy import LOAD_ERRORS, one_line
 from mmrag.errors import MMRAGError
@@ -70,12 +70,6 @@ class Answers:
                                  default_max_new_tokens=vlm.max_new_tokens,
                                  extractive_reason=f"The VLM {vlm.model} could not be loaded ({one_line(reason)})",
                                  max_query_chars=self.max_query_chars)
-
-    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
-        """One answer as plain data (the evaluation's ``Answerer``): the answer service's ``done`` event."""
-        from mmrag.generate.answer_service import event_payloads, final_answer
-
-        return final_answer(event_payloads(self.enable().answer_stream(corpus, question, top_k)))
 
     def close(self) -> None:
         if self.engine is not None:

@@ -167,6 +167,9 @@ class Evidence:
                 "metadata": dict(self.metadata), "section": list(self.section)}
 
 
+SearchKind = Literal["page", "image"]
+"""The evidence kinds a search may be limited to (no evidence of kind ``text`` is stored yet)."""
+SEARCH_KINDS: tuple[str, ...] = get_args(SearchKind)
 Fusion = Literal["dbsf", "rrf"]
 """How a search fuses its spaces' candidates: distribution-based score fusion, or (weighted) reciprocal rank."""
 FUSIONS: tuple[str, ...] = get_args(Fusion)

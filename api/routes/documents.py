@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import PipelineDep, ReadDep, RunnerDep, WriteDep
+from api.deps import ApplicationDep, PipelineDep, ReadDep, RunnerDep, WriteDep
 from api.errors import responses, status_of
 from api.routes.jobs import base_url, job_out
 from api.schemas import (
@@ -25,8 +25,8 @@ from api.schemas import (
     PageDetailOut,
     PageOut,
     UploadMetadata,
-    WordOut,
 )
+from mmrag.application import page_links
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
 from mmrag.ingest.sniff import ACCEPTED, check_declared_type
@@ -48,26 +48,8 @@ UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsu
                         "nothing stored before is lost; send it again once space is freed"}
 
 
-def page_links(public_url: str, corpus: str, page_id: str) -> tuple[str, str]:
-    """(image URL, thumbnail URL) of a page under MMRAG_API__PUBLIC_URL (relative when it is empty)."""
-    image = f"{public_url.rstrip('/')}/corpora/{corpus}/pages/{page_id}/image"
-    return image, f"{image}?width=256"
-
-
 def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
     return page_links(request.app.state.settings.api.public_url, corpus, page_id)
-
-
-def page_detail(pipeline: Pipeline, corpus: str, page_id: str) -> PageDetailOut:
-    """A page with its text and word boxes (the REST route and the MCP tool ``get_page``)."""
-    page = pipeline.documents.page(corpus, page_id)  # 404 for an unknown corpus or page
-    info = page.info
-    image, thumb = page_links(pipeline.settings.api.public_url, corpus, page_id)
-    return PageDetailOut(id=info.id, number=info.number, width=info.width, height=info.height,
-                         text_source=info.text_source.value, text_chars=info.text_chars, image_url=image,
-                         thumbnail_url=thumb, document_id=info.document_id, filename=page.filename,
-                         section=list(info.context), text=page.text,
-                         words=[WordOut(text=w.text, box=w.bbox) for w in page.words])
 
 
 def document_out(info: DocumentInfo, status_: str = "stored", timings: dict[str, float] | None = None) -> DocumentOut:
@@ -216,22 +198,22 @@ def delete_document(corpus: str, document_id: str, pipeline: PipelineDep, _: Wri
 
 
 @router.get("/pages/{page_id}", response_model=PageDetailOut, responses=responses(404))
-def get_page(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep) -> PageDetailOut:
+def get_page(corpus: str, page_id: str, application: ApplicationDep, principal: ReadDep) -> PageDetailOut:
     """A page: its number, document, text and word boxes (normalised x0, y0, x1, y1), and its image URL."""
-    return page_detail(pipeline, corpus, page_id)
+    return PageDetailOut.model_validate(application.as_principal(principal).page(corpus, page_id))
 
 
 @router.get("/pages/{page_id}/image", response_class=Response, responses={**responses(404, 422, 503), 200: {
     "description": "The page as PNG, or a JPEG thumbnail with width", "content": {"image/png": {}, "image/jpeg": {}}}})
-def page_image(corpus: str, page_id: str, pipeline: PipelineDep, _: ReadDep,
+def page_image(corpus: str, page_id: str, request: Request, application: ApplicationDep, principal: ReadDep,
                width: Annotated[int | None, Query(ge=16, le=4096, description="Thumbnail width")] = None) -> Response:
     """The rendered page (PNG), or a JPEG thumbnail when ``width`` is given. A page rendered from its kept
     PDF is drawn in a parse worker under the page's clock: one that cannot be drawn within it is a 422
     ``too_complex`` naming the setting (the service is not held up)."""
-    png = pipeline.documents.page_image(corpus, page_id)  # stored, or rendered from the document's kept PDF
+    png = application.as_principal(principal).page_image(corpus, page_id)  # stored, or drawn from the kept PDF
     if width is None:
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
-    img = decode_image(png, max_pixels=pipeline.settings.ingest.max_image_pixels, what=f"page {page_id}")
+    img = decode_image(png, max_pixels=request.app.state.settings.ingest.max_image_pixels, what=f"page {page_id}")
     img.thumbnail((width, width * 4))
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=80)

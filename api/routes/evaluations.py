@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, status
 from fastapi.responses import FileResponse
 
-from api.auth import Principal
 from api.deps import GateDep, PipelineDep, PrincipalDep, ServiceDep
 from api.errors import responses
 from api.schemas import CompareIn, CompareOut, EvaluationIn, EvaluationOut
+from mmrag.access import Principal
 from mmrag.errors import Forbidden
 from mmrag.evaluate.service import EvalJob, EvaluationService
 

@@ -10,11 +10,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Principal
 from api.deps import PipelineDep, PrincipalDep, ReadDep, RunnerDep, StoreDep
 from api.errors import responses
 from api.schemas import FileError, JobFileOut, JobOut
 from api.sse import SSE_HEADERS, sse_event
+from mmrag.access import Principal
 from mmrag.jobs.model import JobStatus
 from mmrag.jobs.state import JobStore
 from mmrag.keys import Scope

@@ -18,8 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
-from api.auth import Principal
-from api.deps import PipelineDep, PrincipalDep
+from api.deps import ApplicationDep, PrincipalDep
 from api.errors import openai_payload, status_of
 from api.openai_schemas import (
     Annotation,
@@ -42,10 +41,10 @@ from api.openai_schemas import (
 from api.routes.documents import page_urls
 from api.routes.search import image_turns
 from api.sse import SSE_DONE, SSE_HEADERS, sse_data
-from mmrag.errors import InvalidInput, NotFound, TooLarge, Unavailable, error_for_code
-from mmrag.generate.answer_service import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payloads, final_answer
+from mmrag.application import AnswerRequest, Application
+from mmrag.errors import InvalidInput, NotFound, TooLarge, error_for_code
+from mmrag.generate.answer_events import AnswerDone, AnswerError, AnswerEvent, TokenDelta, event_payload, final_event
 from mmrag.generate.conversation import Conversation, Turn
-from mmrag.pipeline import Pipeline
 from mmrag.spaces.registry import space_names
 
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -75,13 +74,13 @@ class Question:
     image_url: str | None  # the last user message's image (a data URL), decoded only after the checks
 
 
-def model_corpus(model: str, principal: Principal, pipeline: Pipeline) -> tuple[str, list[str] | None]:
+def model_corpus(model: str, application: Application) -> tuple[str, list[str] | None]:
     """``corpus`` or ``corpus:space+space`` -> (corpus, spaces); 404 model_not_found for a corpus the key
     cannot read (or that does not exist: the key learns nothing more), 400 for an unknown space."""
     corpus, _, profile = model.partition(":")
     missing = NotFound(f"The model `{model}` does not exist or you do not have access to it.",
                        detail={"param": "model", "code": "model_not_found"})
-    if not principal.sees(corpus) or not pipeline.corpora.exists(corpus):
+    if corpus not in {c["name"] for c in application.corpora()}:  # the corpora the key sees
         raise missing
     spaces = [s for s in re.split(r"[+,]", profile) if s] if profile else None
     unknown = sorted(set(spaces or ()) - set(space_names()))
@@ -143,40 +142,36 @@ def decode_data_url(url: str, limit: int) -> bytes:
                            detail={"param": "messages", "code": "invalid_value"}) from exc
 
 
-def start_answer(pipeline: Pipeline, question: Question, body: ChatCompletionIn) -> Iterator[AnswerEvent]:
-    service = pipeline.answers.service
-    if service is None:
-        raise Unavailable("no answer service configured")
-    temperature = body.temperature or 0.0
-    return service.answer_stream(question.corpus, question.text, TOP_K, None,
-                                 body.max_completion_tokens or body.max_tokens, temperature=temperature,
-                                 conversation=question.conversation)
+def start_answer(application: Application, question: Question, body: ChatCompletionIn) -> Iterator[AnswerEvent]:
+    request = AnswerRequest(question.text, TOP_K, None, body.max_completion_tokens or body.max_tokens,
+                            temperature=body.temperature or 0.0, conversation=question.conversation)
+    return application.answer(question.corpus, request)
 
 
 @router.post("/chat/completions", response_model=ChatCompletionOut, responses={
     **ERRORS, 200: {"content": {"text/event-stream": {"schema": CHUNK_EVENT}},
                     "description": "The answer; with stream, chat.completion.chunk events then [DONE]"}})
-async def chat_completions(body: ChatCompletionIn, request: Request, pipeline: PipelineDep,
+async def chat_completions(body: ChatCompletionIn, request: Request, application: ApplicationDep,
                            principal: PrincipalDep) -> Response:
     """OpenAI's chat completion over a corpus: the last user message is the question, searched with the
     earlier user messages for context; the answer cites pages (``annotations``, ``citations``). Without a
     VLM the answer is extractive (``mode``, ``notice``) and ``usage`` counts words, not tokens."""
-    corpus, spaces = model_corpus(body.model, principal, pipeline)  # the key's tenancy: 404 model_not_found
+    mine = application.as_principal(principal)
+    corpus, spaces = model_corpus(body.model, mine)  # the key's tenancy: 404 model_not_found
     question = question_of(body, corpus, spaces)
-    if question.image_url is not None:
-        pipeline.check_image_query(corpus, spaces)  # 400 before decoding when no space takes images
-        image = decode_data_url(question.image_url, pipeline.settings.retrieve.max_query_image_bytes)
+    if question.image_url is not None:  # the application refuses it when no space the answer uses takes images
+        image = decode_data_url(question.image_url, request.app.state.settings.retrieve.max_query_image_bytes)
         question = replace(question, conversation=replace(question.conversation, image=image), image_url=None)
         async with image_turns(request):
-            events = await run_in_threadpool(start_answer, pipeline, question, body)
+            events = await run_in_threadpool(start_answer, mine, question, body)
     else:
-        events = await run_in_threadpool(start_answer, pipeline, question, body)
+        events = await run_in_threadpool(start_answer, mine, question, body)
     reply = Reply(request, body.model, corpus)
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         return StreamingResponse(reply.chunks(events, include_usage), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
-    done = final_answer(event_payloads(await run_in_threadpool(list, events)))  # an error event raises its error
+    done = event_payload(final_event(await run_in_threadpool(list, events)))[1]  # an error event raises its error
     request.app.state.metrics.observe_timings("answer", done["timings"])
     return JSONResponse(reply.completion(done).model_dump())
 
@@ -240,7 +235,7 @@ class Reply:
                 return
             elif isinstance(event, AnswerDone):
                 self.request.app.state.metrics.observe_timings("answer", event.timings)
-                done = dict(next(event_payloads([event]))[1])
+                done = event_payload(event)[1]
                 cites, notes = self.citations(done)
                 yield self.chunk(DeltaOut(annotations=notes), event.finish_reason, citations=cites,
                                  mode=event.mode, notice=event.notice)
@@ -250,7 +245,7 @@ class Reply:
 
 
 @router.get("/models", response_model=ModelList, responses={k: v for k, v in ERRORS.items() if k in (401, 429)})
-def list_models(pipeline: PipelineDep, principal: PrincipalDep) -> ModelList:
+def list_models(application: ApplicationDep, principal: PrincipalDep) -> ModelList:
     """The corpora this key may read, as OpenAI models (a model id is a corpus name)."""
-    return ModelList(data=[ModelOut(id=row.name, created=int(row.created_at))
-                           for row in pipeline.corpora.listed() if principal.sees(row.name)])
+    return ModelList(data=[ModelOut(id=c["name"], created=int(c["created_at"]))
+                           for c in application.as_principal(principal).corpora()])

@@ -10,17 +10,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import PipelineDep, ReadDep
+from api.deps import ApplicationDep, ReadDep
 from api.errors import responses
 from api.routes.documents import page_urls
 from api.schemas import EvidenceOut, SearchIn, SearchOptions, SearchOut
+from mmrag.application import Application
 from mmrag.errors import InvalidInput, TooLarge
 from mmrag.types import Evidence, SearchRequest
 
@@ -54,19 +54,15 @@ def search_request(options: SearchOptions, query: str = "", image: bytes | None 
                          rrf_k=options.rrf_k, fusion=options.fusion)
 
 
-async def _run(pipeline: PipelineDep, corpus: str, request: Request, search: SearchRequest) -> Response:
+async def _run(application: Application, corpus: str, request: Request, search: SearchRequest) -> Response:
     """Search in the thread pool; the response is serialised once here (FastAPI would validate
     the returned model a second time against ``response_model``: ~0.3 ms per request). Image queries
     take a turn of the image semaphore (decoding and embedding an image is the costly part)."""
-    if search.pages is not None and search.pages[1] < search.pages[0]:  # an empty range: no page, no results
-        pipeline.check_search(corpus, replace(search, pages=None))  # 404 for an unknown corpus; the rest as always
-        return Response(SearchOut(results=[], timings={}).model_dump_json(), media_type="application/json")
     if search.image is not None or search.image_page_id is not None:
-        pipeline.check_image_query(corpus, search.spaces)
         async with image_turns(request):
-            result = await run_in_threadpool(pipeline.search, corpus, search)
+            result = await run_in_threadpool(application.search, corpus, search)
     else:
-        result = await run_in_threadpool(pipeline.search, corpus, search)
+        result = await run_in_threadpool(application.search, corpus, search)
     request.app.state.metrics.observe_timings("search", result.timings)
     out = SearchOut(results=[evidence_out(request, e) for e in result.evidence], timings=result.timings)
     return Response(out.model_dump_json(), media_type="application/json")
@@ -82,12 +78,14 @@ def image_turns(request: Request) -> asyncio.Semaphore:
 
 
 @router.post("/search", response_model=SearchOut, responses=ERRORS)
-async def search(corpus: str, body: SearchIn, request: Request, pipeline: PipelineDep, _: ReadDep) -> Response:
+async def search(corpus: str, body: SearchIn, request: Request, application: ApplicationDep,
+                 principal: ReadDep) -> Response:
     """Hybrid search. Each space's candidates (text dense, BM25, CLIP, pooled ColPali) are fused
     (DBSF by default, weighted RRF with ``weights`` or ``fusion: rrf``) and, when ColPali is used,
     reranked by full MaxSim, in one store query."""
     image = decode_base64(body.image_base64) if body.image_base64 else None
-    return await _run(pipeline, corpus, request, search_request(body, body.query, image, body.image_page_id))
+    return await _run(application.as_principal(principal), corpus, request,
+                      search_request(body, body.query, image, body.image_page_id))
 
 
 async def _read_image(upload: UploadFile, limit: int) -> bytes:
@@ -99,7 +97,7 @@ async def _read_image(upload: UploadFile, limit: int) -> bytes:
 
 
 @router.post("/search/image", response_model=SearchOut, responses=ERRORS)
-async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep, _: ReadDep,
+async def search_by_image(corpus: str, request: Request, application: ApplicationDep, principal: ReadDep,
                           image: Annotated[UploadFile, File(description="The query image (PNG, JPEG, WebP, TIFF, "
                                                                         "BMP, GIF); only for a corpus with an image "
                                                                         "space the request uses")],
@@ -110,6 +108,7 @@ async def search_by_image(corpus: str, request: Request, pipeline: PipelineDep, 
         parsed = SearchOptions.model_validate_json(options or "{}")
     except ValidationError as exc:
         raise InvalidInput(f"options: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}") from exc
-    pipeline.check_image_query(corpus, list(parsed.spaces) if parsed.spaces else None)
+    mine = application.as_principal(principal)
+    mine.check_image_query(corpus, list(parsed.spaces) if parsed.spaces else None)  # before the upload is read
     data = await _read_image(image, request.app.state.settings.retrieve.max_query_image_bytes)
-    return await _run(pipeline, corpus, request, search_request(parsed, query, data))
+    return await _run(mine, corpus, request, search_request(parsed, query, data))

@@ -28,14 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmrag.backends import Backend, LocalBackend
+from mmrag.application import AnswerRequest, Application
 from mmrag.evaluate.answer_metrics import answer_metrics
 from mmrag.evaluate.metrics import mean_metrics, query_metrics
 from mmrag.evaluate.report import Report, write_jsonl, write_report
 from mmrag.evaluate.scope import scope_filters
 from mmrag.evaluate.stats import stage_latency_stats
 from mmrag.evaluate.suite import QAItem, Query, Suite
-from mmrag.evaluate.targets import Answerer, AnswerOutcome, Hit, SearchOutcome, SearchPipeline
+from mmrag.evaluate.targets import AnswerOutcome, Hit, SearchOutcome, SearchPipeline
+from mmrag.generate.answer_events import final_event
+from mmrag.local_application import LocalApplication
 from mmrag.types import SearchRequest
 
 
@@ -56,30 +58,32 @@ def _no_progress(event: ProgressEvent) -> None:
     return None
 
 
-def as_target(target: Backend | SearchPipeline, answerer: Answerer | None = None) -> Backend:
-    """A pipeline object is wrapped in :class:`~mmrag.backends.LocalBackend`; a backend is returned as is."""
+def as_target(target: Application | SearchPipeline, *, answers: bool = False) -> Application:
+    """A pipeline object is wrapped in a :class:`~mmrag.local_application.LocalApplication` (``answers``:
+    whether it serves answers; the caller keeps closing the pipeline); an application is returned as is."""
     if hasattr(target, "prepare") and hasattr(target, "can_answer"):
         return target  # type: ignore[return-value]
-    return LocalBackend(target, answerer)  # type: ignore[arg-type]
+    return LocalApplication(target, answers=answers, owns_pipeline=False)  # type: ignore[arg-type]
 
 
 def run_suite(
     suite: Suite,
-    pipeline: Backend | SearchPipeline,
+    pipeline: Application | SearchPipeline,
     out_dir: Path,
     *,
     progress: ProgressCallback | None = None,
-    answerer: Answerer | None = None,
+    answers: bool = False,
     plots: bool = True,
 ) -> Report:
-    """Run ``suite`` against ``pipeline`` (an in-process pipeline or a :class:`~mmrag.backends.Backend`).
+    """Run ``suite`` against ``pipeline`` (an :class:`~mmrag.application.Application`, or an in-process
+    pipeline: ``answers`` says whether its answer service is asked the suite's questions).
 
     ``progress`` receives a :class:`ProgressEvent` after each document, query and
     question. Errors of single queries are recorded (the query scores 0 and is
     counted in ``report.json`` ``failures``); errors of ingest propagate.
     Returns the :class:`Report` that was written to ``out_dir``.
     """
-    target = as_target(pipeline, answerer)
+    target = as_target(pipeline, answers=answers)
     notify = progress or _no_progress
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -118,7 +122,7 @@ def _notify_each(items: list[Any], stage: str, notify: ProgressCallback) -> Any:
         notify(ProgressEvent(stage, done, len(items), getattr(item, "id", "")))
 
 
-def _run_query(suite: Suite, target: Backend, query: Query, ids: dict[str, str]) -> dict[str, Any]:
+def _run_query(suite: Suite, target: Application, query: Query, ids: dict[str, str]) -> dict[str, Any]:
     """One query (within its scope: ``ids`` maps the suite's file names to their document ids) -> its row."""
     spec = suite.spec.pipeline
     request = SearchRequest(query=query.text, top_k=spec.top_k, spaces=spec.spaces, weights=spec.weights,
@@ -168,13 +172,14 @@ def count_ties(ranked: list[tuple[str, float]]) -> int:
     return sum(1 for (k1, s1), (k2, s2) in itertools.pairwise(ranked) if s1 == s2 and k1 != k2)
 
 
-def _run_question(suite: Suite, target: Backend, item: QAItem) -> dict[str, Any]:
+def _run_question(suite: Suite, target: Application, item: QAItem) -> dict[str, Any]:
     row: dict[str, Any] = {"id": item.id, "question": item.question, "answers": item.answers}
     row["evidence"] = item.evidence
     row["tags"] = item.tags
     t0 = time.perf_counter()
     try:
-        outcome = AnswerOutcome.of(target.answer(suite.corpus_name, item.question, suite.spec.pipeline.answer_top_k))
+        request = AnswerRequest(item.question, suite.spec.pipeline.answer_top_k)
+        outcome = AnswerOutcome.of(final_event(target.answer(suite.corpus_name, request)))
     except Exception as exc:  # reported, scores 0
         row.update(error=f"{type(exc).__name__}: {exc}", prediction="", mode="", citations=[], timings={})
     else:

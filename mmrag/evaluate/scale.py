@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mmrag.backends import Backend
+from mmrag.application import Application
 from mmrag.evaluate.metrics import parse_metric_key, query_metrics
 from mmrag.evaluate.runner import as_target, order_by_score
 from mmrag.evaluate.stats import Estimate, ratio_of_means
@@ -61,7 +61,7 @@ def ranked_documents(suite: Suite, hits: Sequence[Hit]) -> list[str]:
     return list(dict.fromkeys(key for key, _ in keyed))
 
 
-def question_scores(pipeline: Backend | SearchPipeline, suite: Suite, questions: Sequence[Query],
+def question_scores(pipeline: Application | SearchPipeline, suite: Suite, questions: Sequence[Query],
                     template: SearchRequest, metric: str = "ndcg@5") -> list[float]:
     """``metric`` of each question, searched with ``template`` (its query replaced by the question's)."""
     name, k = parse_metric_key(metric)
@@ -92,7 +92,7 @@ class ScaleResult:
                 for size in by_size if size != self.base}
 
 
-def scale_test(pipeline: Backend | SearchPipeline, suite: Suite, questions: Sequence[Query],
+def scale_test(pipeline: Application | SearchPipeline, suite: Suite, questions: Sequence[Query],
                sizes: Mapping[str, list[str] | None], *, arms: Mapping[str, list[str]] = SPACE_ARMS,
                top_k: int | None = None, metric: str = "ndcg@5") -> ScaleResult:
     """Every question over every corpus size (the first is the base) with every arm's spaces.

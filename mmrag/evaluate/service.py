@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrag.backends import Backend
+from mmrag.application import Application
 from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound, Unavailable
 from mmrag.evaluate.report import public_report
 from mmrag.evaluate.runner import ProgressEvent, run_suite
@@ -49,7 +49,7 @@ class EvalJob:
 
 
 class EvaluationService:
-    def __init__(self, target: Backend, root: Path, suites_dir: Path) -> None:
+    def __init__(self, target: Application, root: Path, suites_dir: Path) -> None:
         self.target, self.root, self.suites_dir = target, root, suites_dir
         self.root.mkdir(parents=True, exist_ok=True)
         self._jobs: dict[str, EvalJob] = {}

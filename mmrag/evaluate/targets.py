@@ -1,7 +1,7 @@
-"""What an evaluation reads from the backend it runs against (:mod:`mmrag.backends`: the in-process
-pipeline or a running REST API): plain outcomes keyed by filename and page, read from the REST shapes
-both backends return, so metrics never depend on how the results travelled; and the slices of a
-pipeline an in-process evaluation uses.
+"""What an evaluation reads from the application it runs against (:mod:`mmrag.application`: in this
+process or over a running REST API): plain outcomes keyed by filename and page, read from the types both
+return, so metrics never depend on how the results travelled; and the slices of a pipeline an in-process
+evaluation uses.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from mmrag.backends import Answerer
+from mmrag.generate.answer_events import AnswerDone
 from mmrag.jobs.model import JobStatus
 from mmrag.types import DocumentInfo, SearchRequest, SearchResult
 
@@ -42,7 +42,7 @@ class SearchPipeline(Protocol):
     def search(self, corpus: str, request: SearchRequest) -> SearchResult: ...
 
 
-__all__ = ["AnswerOutcome", "Answerer", "CorpusMaker", "FileIngest", "Hit", "SearchOutcome", "SearchPipeline"]
+__all__ = ["AnswerOutcome", "CorpusMaker", "FileIngest", "Hit", "SearchOutcome", "SearchPipeline"]
 
 
 @dataclass(slots=True)
@@ -62,11 +62,9 @@ class SearchOutcome:
     timings: dict[str, float]  # stage -> seconds, as reported by the backend
 
     @classmethod
-    def of(cls, body: dict[str, Any]) -> SearchOutcome:
-        """From the REST search body (``results``, ``timings``)."""
-        hits = [Hit(str(r["document"]), int(r["page"]), float(r["score"]), str(r["document_id"]),
-                    {k: float(v) for k, v in r["scores"].items()}) for r in body["results"]]
-        return cls(hits, {k: float(v) for k, v in body["timings"].items()})
+    def of(cls, result: SearchResult) -> SearchOutcome:
+        hits = [Hit(e.filename, e.page, e.score, e.document_id, dict(e.scores)) for e in result.evidence]
+        return cls(hits, dict(result.timings))
 
 
 @dataclass(slots=True)
@@ -77,8 +75,8 @@ class AnswerOutcome:
     timings: dict[str, float]
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> AnswerOutcome:
-        """From the final answer (``answer``, ``mode``, ``citations``, ``timings``)."""
-        citations = [(str(c.get("filename", "")), int(c.get("page", 0))) for c in data.get("citations", [])]
-        timings = {k: float(v) for k, v in (data.get("timings") or {}).items() if isinstance(v, int | float)}
-        return cls(str(data.get("answer", "")), str(data.get("mode", "")), citations, timings)
+    def of(cls, done: AnswerDone) -> AnswerOutcome:
+        """From the answer's final event."""
+        citations = [(c.filename, c.page) for c in done.citations]
+        timings = {k: float(v) for k, v in done.timings.items() if isinstance(v, int | float)}
+        return cls(done.answer, done.mode, citations, timings)

@@ -11,9 +11,7 @@ iterator of typed events:
 3. :class:`AnswerDone` — full text, ``mode`` ("vlm" | "extractive"), citations, timings;
    or :class:`AnswerError` if the VLM fails after streaming began (e.g. admission timed out).
 
-:func:`event_payloads` turns the events into ``(name, data)`` pairs, the one JSON form of an answer
-event (the SSE stream, the JSON answer, the CLI and evaluation all read it; the REST client yields the
-same pairs from the stream), and :func:`final_answer` reads the ``done`` data from such pairs.
+The events and their one JSON form are :mod:`mmrag.generate.answer_events`.
 """
 
 from __future__ import annotations
@@ -21,11 +19,11 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
 
-from mmrag.errors import InvalidInput, MMRAGError, Overloaded, error_for_code
+from mmrag.errors import InvalidInput, MMRAGError, Overloaded
+from mmrag.generate.answer_events import AnswerDone, AnswerError, AnswerEvent, Citation, EvidenceSelected, TokenDelta
 from mmrag.generate.base import GenerationRequest, ImageInput, RequestTimings, image_input
 from mmrag.generate.conversation import (
     IMAGE_QUESTION,
@@ -51,79 +49,6 @@ SYSTEM_PROMPT = (
     "used as [n] with their numbers. If the pages do not contain the answer, say so."
 )
 MIN_TOKENS_PER_PAGE = 64  # below this a rendered page is unreadable; fewer pages are sent instead
-
-
-@dataclass(frozen=True, slots=True)
-class Citation:
-    """A page an answer rests on."""
-
-    n: int  # 1-based number used in the prompt and in "[n]" markers
-    document_id: str
-    filename: str
-    page: int  # 1-based
-    page_id: str
-    visual_tokens: int = 0  # cost of this page image (0 for text-only evidence)
-
-
-@dataclass(frozen=True, slots=True)
-class EvidenceSelected:
-    event: Literal["evidence"]
-    pages: list[Citation]  # in prompt order
-    visual_tokens: int  # sum over pages, <= the request's visual-token budget
-    dropped: int  # retrieved pages left out by the budget
-
-
-@dataclass(frozen=True, slots=True)
-class TokenDelta:
-    event: Literal["token"]
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerDone:
-    event: Literal["done"]
-    answer: str
-    mode: Literal["vlm", "extractive"]
-    citations: list[Citation]  # pages cited with [n] (all given pages when none is marked)
-    timings: dict[str, float] = field(default_factory=dict)
-    notice: str = ""  # e.g. why the answer is extractive
-    usage: Usage = field(default_factory=lambda: Usage(0, 0))  # what was read and written (see Usage)
-    finish_reason: Literal["stop", "length"] = "stop"  # length: generation reached max_new_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerError:
-    event: Literal["error"]
-    code: str  # MMRAGError.code, e.g. "overloaded"
-    message: str
-    retry_after: float | None = None
-
-
-AnswerEvent = EvidenceSelected | TokenDelta | AnswerDone | AnswerError
-
-
-AnswerPayload = tuple[str, dict[str, Any]]  # (event name, its fields as JSON-ready data)
-
-
-def event_payload(event: AnswerEvent) -> AnswerPayload:
-    """The event's name and its fields (without the ``event`` tag) as plain data."""
-    return event.event, {k: v for k, v in asdict(event).items() if k != "event"}
-
-
-def event_payloads(events: Iterable[AnswerEvent]) -> Iterator[AnswerPayload]:
-    return (event_payload(e) for e in events)
-
-
-def final_answer(payloads: Iterable[AnswerPayload]) -> dict[str, Any]:
-    """The ``done`` data of an answer stream (``answer``, ``mode``, ``citations``, ``timings``, ``notice``);
-    an ``error`` event raises its error class (``Overloaded`` for ``overloaded``, ...)."""
-    for name, data in payloads:
-        if name == "error":
-            raise error_for_code(str(data.get("code", "error")), f"answer failed: {data.get('message', '')}",
-                                 fallback=MMRAGError, retry_after=data.get("retry_after"))
-        if name == "done":
-            return data
-    raise MMRAGError("the answer stream ended without a final event")
 
 
 def cited_numbers(answer: str, n_pages: int) -> list[int]:

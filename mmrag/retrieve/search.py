@@ -32,11 +32,20 @@ from mmrag.retrieve.snippets import snippet
 from mmrag.retrieve_config import RetrieveConfig
 from mmrag.spaces.base import QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore, check_field_name
-from mmrag.types import FUSIONS, MAX_RRF_K, MAX_WEIGHT, Evidence, EvidenceKind, SearchRequest, SearchResult
+from mmrag.types import (
+    FUSIONS,
+    MAX_RRF_K,
+    MAX_WEIGHT,
+    SEARCH_KINDS,
+    Evidence,
+    EvidenceKind,
+    SearchRequest,
+    SearchResult,
+)
 
 log = logging.getLogger(__name__)
 RANKER_FILE = "page_ranker.txt"  # a corpus's own ranker, in its folder (mmrag rank train --corpus)
-KINDS = tuple(k.value for k in EvidenceKind)
+KINDS = SEARCH_KINDS  # the REST type declares the same (api/schemas.py SearchOptions.kinds)
 
 
 @dataclass(frozen=True, slots=True)

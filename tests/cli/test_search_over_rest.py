@@ -47,7 +47,7 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
                               "-c", "c", "-k", "2", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads(out.stdout)
-    assert [r["document"] for r in results] == ["zebra.pdf", "zebra.pdf"] and results[0]["image_url"]
+    assert [r["document"] for r in results] == ["zebra.pdf", "zebra.pdf"] and results[0]["page_id"]
     assert "POST /corpora/c/search" in (tmp_path / "server.log").read_text()  # it went over REST
     modules = imported_modules(out.stderr)
     assert "mmrag.rest_client" in modules and "httpx" in modules
@@ -56,7 +56,7 @@ def test_cli_search_goes_over_rest_without_model_imports(tmp_path):
 
 
 def test_cli_answer_goes_over_rest(tmp_path):
-    """`mmrag answer` chooses like `mmrag search` (open_backend): over REST while the server owns the folder."""
+    """`mmrag answer` chooses like `mmrag search` (open_application): over REST while the server owns the folder."""
     out = cli_beside_a_server(tmp_path, 1, "-m", "cli", "answer", "zebra stripes", "-c", "c", "-k", "1", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     done = json.loads(out.stdout[out.stdout.index("{"):])

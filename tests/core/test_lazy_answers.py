@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from mmrag.generate.answer_events import final_event
 from mmrag.lazy_answers import Answers
 from mmrag.types import Evidence, EvidenceKind, SearchRequest, SearchResult
 from mmrag.vlm_config import VLMConfig
@@ -31,10 +32,10 @@ def test_nothing_loads_until_enabled_then_one_service_for_every_caller() -> None
         t.join()
     assert len(built) == 4 and all(s is answers.service for s in built) and answers.engine is None
     assert unavailable == {"vlm": "disabled in configuration (vlm.backend = none)"}
-    done = answers.answer("c", "When was the typewriter patented?", 3)
-    assert done["mode"] == "extractive" and "1868" in done["answer"]
-    assert [(c["filename"], c["page"]) for c in done["citations"]] == [("a.pdf", 2)]
-    assert "vlm.backend = none" in done["notice"]
+    done = final_event(answers.enable().answer_stream("c", "When was the typewriter patented?", 3))
+    assert done.mode == "extractive" and "1868" in done.answer
+    assert [(c.filename, c.page) for c in done.citations] == [("a.pdf", 2)]
+    assert "vlm.backend = none" in done.notice
     answers.close()
 
 
@@ -42,8 +43,8 @@ def test_a_vlm_that_cannot_load_falls_back_to_extractive_answers_saying_why(tmp_
     unavailable: dict[str, str] = {}
     missing = tmp_path / "no-such-vlm"
     answers = Answers(_search, _no_image, VLMConfig(backend="transformers", model=str(missing)), unavailable)
-    done = answers.answer("c", "When was the typewriter patented?", 3)
-    assert answers.engine is None and done["mode"] == "extractive" and "1868" in done["answer"]
+    done = final_event(answers.enable().answer_stream("c", "When was the typewriter patented?", 3))
+    assert answers.engine is None and done.mode == "extractive" and "1868" in done.answer
     assert unavailable["vlm"].startswith(f"{missing}: ")
-    assert f"The VLM {missing} could not be loaded" in done["notice"]
-    assert "vlm.backend = none" not in done["notice"]
+    assert f"The VLM {missing} could not be loaded" in done.notice
+    assert "vlm.backend = none" not in done.notice

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pymupdf
 import pytest
 
+from mmrag.errors import NotFound
+from mmrag.generate.answer_events import AnswerDone, AnswerEvent, Citation, TokenDelta
 from mmrag.types import DocumentInfo, Evidence, EvidenceKind, SearchRequest, SearchResult
 
 PAGES = {
@@ -71,9 +75,15 @@ class FakePipeline:
         self.pages: dict[str, list[tuple[str, int, str]]] = {}
         self.ingested: list[str] = []
         self.corpora = self  # it makes its own corpora (ensure_corpus)
+        self.answers = FakeAnswers()
+        self.settings = SimpleNamespace(retrieve=SimpleNamespace(max_query_chars=2000))
 
     def ensure_corpus(self, name: str) -> None:
         self.pages.setdefault(name, [])
+
+    def config(self, name: str) -> None:
+        if name not in self.pages:
+            raise NotFound(f"unknown corpus {name!r}")
 
     @property
     def ingest(self) -> FakePipeline:
@@ -113,18 +123,17 @@ class FakePipeline:
         return SearchResult(evidence, {"embed_query": 0.001, "query": 0.002, "total": 0.004})
 
 
-class FakeAnswerer:
-    def answer(self, corpus: str, question: str, top_k: int) -> dict[str, Any]:
+class FakeAnswers:
+    """The answer service's owner, faked: "typewriter" questions get the right answer, others a wrong one."""
+
+    def enable(self) -> FakeAnswers:
+        return self
+
+    def answer_stream(self, corpus: str, question: str, top_k: int, *args: Any, **kwargs: Any) -> Iterator[AnswerEvent]:
         if "typewriter" in question:
-            return {
-                "answer": "1868",
-                "mode": "extractive",
-                "timings": {"total": 0.01},
-                "citations": [{"document_id": "alpha", "filename": "alpha.pdf", "page": 1}],
-            }
-        return {
-            "answer": "no idea",
-            "mode": "extractive",
-            "timings": {"total": 0.02},
-            "citations": [{"document_id": "beta", "filename": "beta.pdf", "page": 1}],
-        }
+            done = AnswerDone("done", "1868", "extractive", [Citation(1, "alpha", "alpha.pdf", 1, "alpha-1")],
+                              {"total": 0.01})
+        else:
+            done = AnswerDone("done", "no idea", "extractive", [Citation(1, "beta", "beta.pdf", 1, "beta-1")],
+                              {"total": 0.02})
+        return iter([TokenDelta("token", done.answer), done])

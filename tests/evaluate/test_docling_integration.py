@@ -33,7 +33,7 @@ def test_docling_hybrid_vs_bm25(tmp_path: Path) -> None:
     settings.vlm.backend = "none"
     pipeline = build_pipeline(settings)
     try:
-        hybrid = run_suite(hybrid_suite, pipeline, tmp_path / "hybrid", answerer=pipeline.answers)
+        hybrid = run_suite(hybrid_suite, pipeline, tmp_path / "hybrid", answers=True)
         bm25 = run_suite(bm25_suite, pipeline, tmp_path / "bm25", plots=False)  # same corpus, no re-ingest
     finally:
         pipeline.close()

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mmrag.backends import RemoteBackend
 from mmrag.errors import MMRAGError
 from mmrag.evaluate.runner import run_suite
 from mmrag.evaluate.suite import load_suite
 from mmrag.pipeline import build_pipeline
+from mmrag.remote_application import RemoteApplication
 from mmrag.rest_client import Client
 from tests.api.conftest import Server
 from tests.conftest import make_settings
@@ -52,7 +52,7 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
     scoped = load_suite(tmp_path / "suite", variant="quick-scoped", corpus_dir=corpus_dir)
     pipeline = build_pipeline(make_settings(tmp_path / "local"), embedders={"text": minilm})
     try:
-        local = run_suite(suite, pipeline, tmp_path / "local-run", answerer=pipeline.answers, plots=False)
+        local = run_suite(suite, pipeline, tmp_path / "local-run", answers=True, plots=False)
         jobs = pipeline.jobs.list_jobs(suite.corpus_name)
         local_numbered = run_suite(numbered, pipeline, tmp_path / "local-numbered", plots=False)
         local_scoped = run_suite(scoped, pipeline, tmp_path / "local-scoped", plots=False)
@@ -61,7 +61,7 @@ def test_docling_suite_gives_the_same_metrics_in_process_and_over_rest(tmp_path:
     assert len(jobs) == 1 and jobs[0].pages_done == 7  # in-process evaluation ingested through one job
 
     server = Server(tmp_path / "rest", tmp_path / "server.log", ENV)
-    target = RemoteBackend(Client(server.url, timeout_s=300.0), job_timeout_s=300.0)
+    target = RemoteApplication(Client(server.url, timeout_s=300.0), job_timeout_s=300.0)
     try:
         rest_numbered = run_suite(numbered, target, tmp_path / "rest-numbered", plots=False)
         listed = sorted(d["filename"] for d in target.client.documents(numbered.corpus_name))

@@ -18,7 +18,7 @@ from mmrag.evaluate.runner import ProgressEvent, run_suite
 from mmrag.evaluate.suite import load_suite
 from mmrag.types import SearchRequest
 
-from .conftest import FakeAnswerer, FakePipeline
+from .conftest import FakePipeline
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -27,7 +27,7 @@ def test_in_process_run_writes_a_complete_report(suite_dir: Path, tmp_path: Path
     events: list[ProgressEvent] = []
     pipeline = FakePipeline()
     report = run_suite(
-        load_suite(suite_dir), pipeline, tmp_path / "run", progress=events.append, answerer=FakeAnswerer()
+        load_suite(suite_dir), pipeline, tmp_path / "run", progress=events.append, answers=True
     )
     data = json.loads((tmp_path / "run" / "report.json").read_text())
     assert data == report.data

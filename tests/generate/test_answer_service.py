@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mmrag.errors import InvalidInput, MMRAGError, Overloaded
-from mmrag.generate.answer_service import (
-    AnswerDone,
-    AnswerError,
-    AnswerService,
-    Citation,
-    EvidenceSelected,
-    TokenDelta,
-    cited_numbers,
-    event_payloads,
-    final_answer,
-)
+from mmrag.errors import InvalidInput, Overloaded
+from mmrag.generate.answer_events import AnswerDone, AnswerError, EvidenceSelected, TokenDelta
+from mmrag.generate.answer_service import AnswerService, cited_numbers
 from mmrag.generate.base import GenerationRequest
 from mmrag.generate.engine import VLMEngine
 from mmrag.generate.transformers_backend import TransformersBackend
@@ -106,23 +97,6 @@ def test_bad_input() -> None:
 
 def test_citation_markers() -> None:
     assert cited_numbers("see [2] and [1, 3], not [9]", 3) == [2, 1, 3]
-
-
-def test_final_answer_reads_the_done_payload_and_raises_the_error_event() -> None:
-    cite = Citation(1, "d1", "alpha.pdf", 1, "p1", 64)
-    done = AnswerDone("done", "1868", "vlm", [cite], {"total": 0.5})
-    events = [EvidenceSelected("evidence", [cite], 64, 0), TokenDelta("token", "1868"), done]
-    assert final_answer(event_payloads(events)) == {
-        "answer": "1868", "mode": "vlm", "timings": {"total": 0.5}, "notice": "",
-        "citations": [{"n": 1, "document_id": "d1", "filename": "alpha.pdf", "page": 1, "page_id": "p1",
-                       "visual_tokens": 64}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "unit": "tokens"}, "finish_reason": "stop",
-    }
-    with pytest.raises(Overloaded, match="busy") as caught:
-        final_answer(event_payloads([AnswerError("error", "overloaded", "busy", 3.0)]))
-    assert caught.value.retry_after == 3.0
-    with pytest.raises(MMRAGError, match="without a final event"):
-        final_answer(event_payloads([TokenDelta("token", "x")]))
 
 
 def test_from_config_builds_the_configured_engine(vlm_config: VLMConfig) -> None:

@@ -1,0 +1,139 @@
+"""The application in this process, over the parts the composition root built (:mod:`mmrag.application`).
+
+Lifecycle: one per process over its pipeline (the API builds it at start-up, a CLI command when no server
+owns the data folder); ``as_principal`` makes a cheap view per request; ``close`` (of the owner's instance,
+``owns_pipeline``) closes the pipeline. It checks each request's corpus against the principal, then calls
+the stage that does the work; the checks of a request's own fields are the stages' (one check per rule).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mmrag.access import EVERYONE, Principal
+from mmrag.application import AnswerRequest, IngestProgress, Rejected, page_links
+from mmrag.errors import Conflict, InvalidInput
+from mmrag.generate.answer_events import AnswerEvent
+from mmrag.types import SearchRequest, SearchResult
+
+if TYPE_CHECKING:
+    from mmrag.jobs.model import JobStatus
+    from mmrag.pipeline import Pipeline
+
+
+class LocalApplication:
+    """See the module docstring. ``answers``: whether this process serves answers (``can_answer``)."""
+
+    def __init__(self, pipeline: Pipeline, principal: Principal = EVERYONE, *, answers: bool = True,
+                 owns_pipeline: bool = True) -> None:
+        self.pipeline = pipeline
+        self.principal = principal
+        self.can_answer = answers
+        self.owns_pipeline = owns_pipeline
+        self.description = "in-process"
+
+    def as_principal(self, principal: Principal) -> LocalApplication:
+        return LocalApplication(self.pipeline, principal, answers=self.can_answer, owns_pipeline=False)
+
+    def _read(self, corpus: str) -> None:
+        self.principal.check("read", corpus, f"unknown corpus {corpus!r}")
+
+    # corpora --------------------------------------------------------------------------
+    def corpora(self) -> list[dict[str, Any]]:
+        return [{"name": r.name, "config": r.config.model_dump(), "documents": r.documents, "pages": r.pages,
+                 "created_at": r.created_at} for r in self.pipeline.corpora.listed() if self.principal.sees(r.name)]
+
+    def ensure_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> None:
+        self.principal.check("admin", corpus, f"unknown corpus {corpus!r}")
+        if config:
+            from mmrag.config import CorpusConfig
+
+            self.pipeline.corpora.ensure_corpus(corpus, CorpusConfig.model_validate(config))
+        else:
+            self.pipeline.corpora.ensure_corpus(corpus)
+
+    # uploads and jobs -----------------------------------------------------------------
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
+        from mmrag.jobs.uploads import read_files, submit_uploads, upload_check
+
+        self.principal.check("write", corpus, f"unknown corpus {corpus!r}")
+        submitted = submit_uploads(self.pipeline.runner, corpus, read_files(paths), metadata,
+                                   upload_check(self.pipeline.settings.ingest))
+        rejected = [(r.filename, r.code, r.message) for r in submitted.refused]
+        return ([submitted.job_id] if submitted.job_id else []), rejected
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        status = self.pipeline.jobs.status(job_id)
+        self.principal.check("read", status.corpus, f"unknown job {job_id!r}")
+        return status.summary()
+
+    def prepare(self, corpus: str, files: Sequence[Path], progress: IngestProgress,
+                config: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Through the pipeline's blocking ingest: one job over every file (those indexed already are not redone)."""
+        from mmrag.jobs.model import FINISHED_FILE
+
+        with contextlib.suppress(Conflict):  # pipelines whose ensure_corpus is not idempotent
+            self.ensure_corpus(corpus, config)
+        self.principal.check("write", corpus, f"unknown corpus {corpus!r}")
+
+        def on_job(job: JobStatus) -> None:
+            progress(sum(f.state in FINISHED_FILE for f in job.files), len(files), "")
+
+        docs = self.pipeline.ingest.files(corpus, list(files), {"source": "eval"}, on_job)
+        progress(len(docs), len(files), "")
+        return {"documents": len(docs), "pages": sum(d.page_count for d in docs)}
+
+    # documents and pages --------------------------------------------------------------
+    def page(self, corpus: str, page_id: str) -> dict[str, Any]:
+        self._read(corpus)
+        page = self.pipeline.documents.page(corpus, page_id)  # 404 for an unknown corpus or page
+        info = page.info
+        image, thumb = page_links(self.pipeline.settings.api.public_url, corpus, page_id)
+        return {"id": info.id, "number": info.number, "width": info.width, "height": info.height,
+                "text_source": info.text_source.value, "text_chars": info.text_chars, "image_url": image,
+                "thumbnail_url": thumb, "document_id": info.document_id, "filename": page.filename,
+                "section": list(info.context), "text": page.text,
+                "words": [{"text": w.text, "box": list(w.bbox)} for w in page.words]}
+
+    def page_image(self, corpus: str, page_id: str) -> bytes:
+        self._read(corpus)
+        return self.pipeline.documents.page_image(corpus, page_id)
+
+    # search and answers ---------------------------------------------------------------
+    def search(self, corpus: str, request: SearchRequest) -> SearchResult:
+        """The pipeline's search; an image query is refused before its image is read when the corpus has no
+        image space or the request uses none; an empty page range finds nothing (the rest checked as always)."""
+        if request.image is not None or request.image_page_id is not None:
+            self.check_image_query(corpus, request.spaces)
+        self._read(corpus)
+        if request.pages is not None and request.pages[1] < request.pages[0]:
+            self.pipeline.check_search(corpus, replace(request, pages=None))  # 404 for an unknown corpus, ...
+            return SearchResult([], {})
+        return self.pipeline.search(corpus, request)
+
+    def check_image_query(self, corpus: str, spaces: list[str] | None) -> None:
+        self._read(corpus)
+        self.pipeline.check_image_query(corpus, spaces)  # NotFound for an unknown corpus
+
+    def answer(self, corpus: str, request: AnswerRequest) -> Iterator[AnswerEvent]:
+        self._read(corpus)
+        self.pipeline.corpora.config(corpus)  # 404 for an unknown corpus
+        limit = self.pipeline.settings.retrieve.max_query_chars
+        if len(request.question) > limit:
+            raise InvalidInput(f"question is {len(request.question)} characters; the limit is {limit} "
+                               "(MMRAG_RETRIEVE__MAX_QUERY_CHARS)")
+        talk = request.conversation
+        if talk is not None and talk.image is not None:
+            self.check_image_query(corpus, talk.spaces)
+        service = self.pipeline.answers.enable()  # the API enabled it at start-up; a command loads it now
+        return service.answer_stream(corpus, request.question, request.top_k, request.visual_token_budget,
+                                     request.max_new_tokens, document_ids=request.document_ids,
+                                     temperature=request.temperature, conversation=talk)
+
+    def close(self) -> None:
+        if self.owns_pipeline:
+            self.pipeline.close()
