@@ -1,5 +1,6 @@
-"""CLI start-up: `mmrag search` without hub access, no environment variables set, against the same
-with ``HF_HUB_OFFLINE=1`` (issue 10: the ratio should be <= 1.5; it was 11.3, 77 s vs 6.8 s).
+"""CLI start-up: `mmrag search` in-process on a small corpus, no environment variables set, against the same
+with ``HF_HUB_OFFLINE=1``. Targets (issue 39): the in-process search <= 5 s (``offline_s``) and no slower
+without the offline flag (``ratio`` = hub / offline <= 1.1); it was 15.5 s.
 
     .venv/bin/python -m bench.cli_startup [--rounds 5] [--with-server]
 
@@ -11,7 +12,7 @@ on the folder, two more arms alternated ABBA with each other: ``rest`` (the same
 then searches over REST) and ``bare`` (a fresh ``python -c`` that only imports httpx and posts the
 same search), so ``cli_s / bare_s`` is what the CLI adds over the request itself.
 Ends with ``RESULT hub_s=… offline_s=… ratio=… (_lo/_hi)`` (``cli_s bare_s cli_over_bare`` with
-``--with-server``) and the verdict on ratio <= 1.5.
+``--with-server``) and the verdicts on offline_s <= 5 and ratio <= 1.1.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from mmrag.evaluate.stats import interval, paired_ratios
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MMRAG_TEST_CORPUS", ROOT.parent / "shared" / "corpus" / "docling"))
 QUERY = "table structure recognition"
-TARGET = 1.5
+TARGET_S = 5.0  # an in-process search, start to finish
+TARGET_RATIO = 1.1  # without the offline flag over with it
 
 
 def base_env(data_dir: Path) -> dict[str, str]:
@@ -114,7 +116,8 @@ def main() -> None:
             results["cli_s"], results["bare_s"] = interval(rest["rest"]), interval(rest["bare"])
             results["cli_over_bare"] = interval(paired_ratios(rest["rest"], rest["bare"]))
     print(machine_line())
-    print(verdict("ratio", results["ratio"], TARGET, at_least=False))
+    print(verdict("offline_s", results["offline_s"], TARGET_S, at_least=False))
+    print(verdict("ratio", results["ratio"], TARGET_RATIO, at_least=False))
     print(result_line(results))
 
 
