@@ -14,7 +14,9 @@ from typing import Any
 import pymupdf
 import pytest
 
-from mmrag.application import Application
+from mmrag.application import AnswerRequest, Application
+from mmrag.errors import NotFound
+from mmrag.generate.answer_events import final_event
 from mmrag.local_application import LocalApplication
 from mmrag.pipeline import build_pipeline
 from mmrag.remote_application import RemoteApplication
@@ -84,6 +86,7 @@ def test_the_door_finds_the_same_pages_in_process_and_over_rest(tmp_path: Path) 
     try:
         local.prepare("birds", files, lambda *_: None, {"spaces": ["bm25"]})
         here = PageRetriever(local, "birds", k=2).invoke("heron ledger revenue")
+        said_here = answered(local)
     finally:
         local.close()
     assert (here[0].metadata["document"], here[0].metadata["page"]) == ("heron.pdf", 1)
@@ -93,7 +96,18 @@ def test_the_door_finds_the_same_pages_in_process_and_over_rest(tmp_path: Path) 
     remote = RemoteApplication(Client(server.url))
     try:
         there = PageRetriever(remote, "birds", k=2).invoke("heron ledger revenue")
+        said_there = answered(remote)
     finally:
         remote.close()
         server.stop()
     assert [(p.page_content, p.metadata) for p in there] == [(p.page_content, p.metadata) for p in here]
+    assert said_there == said_here and said_here[0][0] == "extractive" and said_here[1][0].filename == "heron.pdf"
+
+
+def answered(application: Application) -> tuple[tuple[str, str], list[Any], str]:
+    """An answer's final event through the interface, and the error an unknown corpus raises at the call
+    (before any event is read)."""
+    done = final_event(application.answer("birds", AnswerRequest("Did heron ledger revenue grow?", top_k=1)))
+    with pytest.raises(NotFound) as missing:
+        application.answer("no-such-corpus", AnswerRequest("anything"))
+    return (done.mode, done.answer), list(done.citations), missing.value.code
