@@ -65,8 +65,20 @@ class Application(Protocol):
         """The corpora this principal sees: ``{"name", "config", "documents", "pages", "created_at"}``."""
         ...
 
+    def corpus(self, corpus: str) -> dict[str, Any]:
+        """One corpus, in the shape of :meth:`corpora`'s rows."""
+        ...
+
+    def create_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Create a corpus (Conflict when it exists); spaces whose models cannot load here are dropped."""
+        ...
+
     def ensure_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> None:
         """Create the corpus (with ``config``) unless it exists."""
+        ...
+
+    def delete_corpus(self, corpus: str) -> None:
+        """Delete a corpus with its documents, pages and vectors."""
         ...
 
     # uploads and jobs -----------------------------------------------------------------
@@ -75,7 +87,15 @@ class Application(Protocol):
         ...
 
     def job(self, job_id: str) -> dict[str, Any]:
-        """A job's progress as plain data (see :meth:`mmrag.jobs.model.JobStatus.summary`)."""
+        """A job's progress: the REST job's shape (see :meth:`mmrag.jobs.model.JobStatus.summary`)."""
+        ...
+
+    def jobs(self, corpus: str, limit: int = 100) -> list[dict[str, Any]]:
+        """A corpus's jobs, newest first (each as :meth:`job`)."""
+        ...
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Stop a job: files indexed stay, unfinished ones leave nothing behind; the job as :meth:`job`."""
         ...
 
     def prepare(self, corpus: str, files: Sequence[Path], progress: IngestProgress,
@@ -85,6 +105,18 @@ class Application(Protocol):
         ...
 
     # documents and pages --------------------------------------------------------------
+    def documents(self, corpus: str, offset: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        """Documents of a corpus, oldest first: the REST ``DocumentOut`` shape."""
+        ...
+
+    def document(self, corpus: str, document_id: str) -> dict[str, Any]:
+        """A document with its pages (``pages``: number, size, text source, image URLs): ``DocumentDetail``."""
+        ...
+
+    def delete_document(self, corpus: str, document_id: str) -> None:
+        """Delete a document: its vectors, pages and images."""
+        ...
+
     def page(self, corpus: str, page_id: str) -> dict[str, Any]:
         """A page with its text and word boxes: the REST ``PageDetailOut`` shape."""
         ...

@@ -18,11 +18,26 @@ from mmrag.access import EVERYONE, Principal
 from mmrag.application import AnswerRequest, IngestProgress, Rejected, page_links
 from mmrag.errors import Conflict, InvalidInput
 from mmrag.generate.answer_events import AnswerEvent
-from mmrag.types import SearchRequest, SearchResult
+from mmrag.keys import Scope
+from mmrag.types import DocumentInfo, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
+    from mmrag.catalog.corpora import CorpusRow
     from mmrag.jobs.model import JobStatus
     from mmrag.pipeline import Pipeline
+
+
+def corpus_json(row: CorpusRow) -> dict[str, Any]:
+    """A corpus: the REST ``CorpusOut`` shape."""
+    return {"name": row.name, "config": row.config.model_dump(), "documents": row.documents, "pages": row.pages,
+            "created_at": row.created_at}
+
+
+def document_json(info: DocumentInfo, status: str = "stored") -> dict[str, Any]:
+    """A document: the REST ``DocumentOut`` shape (``status``: created, exists or stored)."""
+    return {"id": info.id, "filename": info.filename, "media_type": info.media_type, "size_bytes": info.size_bytes,
+            "page_count": info.page_count, "metadata": info.metadata, "created_at": info.created_at,
+            "status": status, "timings": {}}
 
 
 class LocalApplication:
@@ -39,13 +54,34 @@ class LocalApplication:
     def as_principal(self, principal: Principal) -> LocalApplication:
         return LocalApplication(self.pipeline, principal, answers=self.can_answer, owns_pipeline=False)
 
+    @property
+    def _public_url(self) -> str:
+        return self.pipeline.settings.api.public_url  # MMRAG_API__PUBLIC_URL: before the URLs it hands out
+
     def _read(self, corpus: str) -> None:
         self.principal.check("read", corpus, f"unknown corpus {corpus!r}")
 
     # corpora --------------------------------------------------------------------------
     def corpora(self) -> list[dict[str, Any]]:
-        return [{"name": r.name, "config": r.config.model_dump(), "documents": r.documents, "pages": r.pages,
-                 "created_at": r.created_at} for r in self.pipeline.corpora.listed() if self.principal.sees(r.name)]
+        return [corpus_json(r) for r in self.pipeline.corpora.listed() if self.principal.sees(r.name)]
+
+    def corpus(self, corpus: str) -> dict[str, Any]:
+        self._read(corpus)
+        return corpus_json(self.pipeline.corpora.summary(corpus))
+
+    def create_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
+        from mmrag.config import CorpusConfig
+
+        self.principal.check("admin", None, f"unknown corpus {corpus!r}")
+        parsed = None if config is None else CorpusConfig.model_validate(config)
+        if parsed is not None:  # a space named twice counts once
+            parsed = parsed.model_copy(update={"spaces": list(dict.fromkeys(parsed.spaces))})
+        self.pipeline.corpora.create_corpus(corpus, parsed)
+        return corpus_json(self.pipeline.corpora.summary(corpus))
+
+    def delete_corpus(self, corpus: str) -> None:
+        self.principal.check("admin", corpus, f"unknown corpus {corpus!r}")
+        self.pipeline.corpora.delete_corpus(corpus)
 
     def ensure_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> None:
         self.principal.check("admin", corpus, f"unknown corpus {corpus!r}")
@@ -66,10 +102,23 @@ class LocalApplication:
         rejected = [(r.filename, r.code, r.message) for r in submitted.refused]
         return ([submitted.job_id] if submitted.job_id else []), rejected
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def _job(self, job_id: str, scope: Scope = "read") -> JobStatus:
+        """The job, if the key may act with ``scope`` on its corpus; another tenant's job is unknown (404)."""
         status = self.pipeline.jobs.status(job_id)
-        self.principal.check("read", status.corpus, f"unknown job {job_id!r}")
-        return status.summary()
+        self.principal.check(scope, status.corpus, f"unknown job {job_id!r}")
+        return status
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self._job(job_id).summary(self._public_url)
+
+    def jobs(self, corpus: str, limit: int = 100) -> list[dict[str, Any]]:
+        self._read(corpus)
+        self.pipeline.corpora.config(corpus)  # 404 for an unknown corpus
+        return [j.summary(self._public_url) for j in self.pipeline.jobs.list_jobs(corpus, limit)]
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        self._job(job_id, "write")
+        return self.pipeline.runner.cancel(job_id).summary(self._public_url)
 
     def prepare(self, corpus: str, files: Sequence[Path], progress: IngestProgress,
                 config: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -88,11 +137,30 @@ class LocalApplication:
         return {"documents": len(docs), "pages": sum(d.page_count for d in docs)}
 
     # documents and pages --------------------------------------------------------------
+    def documents(self, corpus: str, offset: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        self._read(corpus)
+        return [document_json(d) for d in self.pipeline.documents.listed(corpus, offset=offset, limit=limit)]
+
+    def document(self, corpus: str, document_id: str) -> dict[str, Any]:
+        self._read(corpus)
+        info = self.pipeline.documents.get(corpus, document_id)
+        pages = []
+        for p in self.pipeline.documents.pages(corpus, document_id):
+            image, thumb = page_links(self._public_url, corpus, p.id)
+            pages.append({"id": p.id, "number": p.number, "width": p.width, "height": p.height,
+                          "text_source": p.text_source.value, "text_chars": p.text_chars, "image_url": image,
+                          "thumbnail_url": thumb})
+        return {**document_json(info), "pages": pages}
+
+    def delete_document(self, corpus: str, document_id: str) -> None:
+        self.principal.check("write", corpus, f"unknown corpus {corpus!r}")
+        self.pipeline.corpora.delete_document(corpus, document_id)
+
     def page(self, corpus: str, page_id: str) -> dict[str, Any]:
         self._read(corpus)
         page = self.pipeline.documents.page(corpus, page_id)  # 404 for an unknown corpus or page
         info = page.info
-        image, thumb = page_links(self.pipeline.settings.api.public_url, corpus, page_id)
+        image, thumb = page_links(self._public_url, corpus, page_id)
         return {"id": info.id, "number": info.number, "width": info.width, "height": info.height,
                 "text_source": info.text_source.value, "text_chars": info.text_chars, "image_url": image,
                 "thumbnail_url": thumb, "document_id": info.document_id, "filename": page.filename,

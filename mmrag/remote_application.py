@@ -65,8 +65,17 @@ class RemoteApplication:
     def corpora(self) -> list[dict[str, Any]]:
         return self.client.corpora()
 
+    def corpus(self, corpus: str) -> dict[str, Any]:
+        return self.client.corpus(corpus)
+
+    def create_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.client.create_corpus(corpus, config)
+
     def ensure_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> None:
         self.client.ensure_corpus(corpus, config)
+
+    def delete_corpus(self, corpus: str) -> None:
+        self.client.delete_corpus(corpus)
 
     # uploads and jobs -----------------------------------------------------------------
     def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
@@ -81,6 +90,12 @@ class RemoteApplication:
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.client.job(job_id)
+
+    def jobs(self, corpus: str, limit: int = 100) -> list[dict[str, Any]]:
+        return list(self.client.call("GET", f"/corpora/{corpus}/jobs", params={"limit": limit}))
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        return dict(self.client.call("POST", f"/jobs/{job_id}/cancel"))
 
     def prepare(self, corpus: str, files: Sequence[Path], progress: IngestProgress,
                 config: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -104,6 +119,15 @@ class RemoteApplication:
         return {"documents": len(listed), "pages": sum(d["page_count"] for d in listed), "uploaded": len(todo)}
 
     # documents and pages --------------------------------------------------------------
+    def documents(self, corpus: str, offset: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        return self.client.documents(corpus, offset=offset, limit=limit)
+
+    def document(self, corpus: str, document_id: str) -> dict[str, Any]:
+        return dict(self.client.call("GET", f"/corpora/{corpus}/documents/{document_id}"))
+
+    def delete_document(self, corpus: str, document_id: str) -> None:
+        self.client.delete_document(corpus, document_id)
+
     def page(self, corpus: str, page_id: str) -> dict[str, Any]:
         return self.client.page(corpus, page_id)
 

@@ -23,7 +23,6 @@ from api.schemas import (
     JobOut,
     JobUploadOut,
     PageDetailOut,
-    PageOut,
     UploadMetadata,
 )
 from mmrag.application import page_links
@@ -33,8 +32,8 @@ from mmrag.ingest.sniff import ACCEPTED, check_declared_type
 from mmrag.jobs.model import FileState, JobStatus
 from mmrag.jobs.uploads import Refusal, submit_uploads, upload_check
 from mmrag.jobs.wait import wait_job_async
+from mmrag.local_application import document_json
 from mmrag.pipeline import Pipeline
-from mmrag.types import DocumentInfo
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
 CHUNK = 1024 * 1024
@@ -50,12 +49,6 @@ UPLOAD_REFUSALS = {400: "Invalid request or files", 413: "Too large", 415: "Unsu
 
 def page_urls(request: Request, corpus: str, page_id: str) -> tuple[str, str]:
     return page_links(request.app.state.settings.api.public_url, corpus, page_id)
-
-
-def document_out(info: DocumentInfo, status_: str = "stored", timings: dict[str, float] | None = None) -> DocumentOut:
-    return DocumentOut(id=info.id, filename=info.filename, media_type=info.media_type, size_bytes=info.size_bytes,
-                       page_count=info.page_count, metadata=info.metadata, created_at=info.created_at,
-                       status=status_, timings=timings or {})  # type: ignore[arg-type]
 
 
 async def read_limited(upload: UploadFile, limit: int) -> bytes:
@@ -160,7 +153,8 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
         if f.state in (FileState.DONE, FileState.EXISTS):
             info = pipeline.documents.find(job.corpus, f.document_id)
             if info is not None:
-                docs.append(document_out(info, "created" if f.state == FileState.DONE else "exists"))
+                docs.append(DocumentOut.model_validate(
+                    document_json(info, "created" if f.state == FileState.DONE else "exists")))
         elif f.error:
             errors.append((FileError(filename=f.filename, error=f.error, message=f.message or ""),
                            status_of(error_for_code(f.error, "", fallback=CorruptDocument))))
@@ -172,29 +166,22 @@ def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: lis
 
 
 @router.get("/documents", response_model=list[DocumentOut], responses=responses(404))
-def list_documents(corpus: str, pipeline: PipelineDep, _: ReadDep,
+def list_documents(corpus: str, application: ApplicationDep, principal: ReadDep,
                    offset: Annotated[int, Query(ge=0, le=SQLITE_INT)] = 0,
                    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> list[DocumentOut]:
-    return [document_out(d) for d in pipeline.documents.listed(corpus, offset=offset, limit=limit)]
+    listed = application.as_principal(principal).documents(corpus, offset=offset, limit=limit)
+    return [DocumentOut.model_validate(d) for d in listed]
 
 
 @router.get("/documents/{document_id}", response_model=DocumentDetail, responses=responses(404))
-def get_document(corpus: str, document_id: str, request: Request, pipeline: PipelineDep,
-                 _: ReadDep) -> DocumentDetail:
-    info = pipeline.documents.get(corpus, document_id)
-    pages = []
-    for p in pipeline.documents.pages(corpus, document_id):
-        image, thumb = page_urls(request, corpus, p.id)
-        pages.append(PageOut(id=p.id, number=p.number, width=p.width, height=p.height,
-                             text_source=p.text_source.value, text_chars=p.text_chars, image_url=image,
-                             thumbnail_url=thumb))
-    return DocumentDetail(**document_out(info).model_dump(), pages=pages)
+def get_document(corpus: str, document_id: str, application: ApplicationDep, principal: ReadDep) -> DocumentDetail:
+    return DocumentDetail.model_validate(application.as_principal(principal).document(corpus, document_id))
 
 
 @router.delete("/documents/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=responses(404))
-def delete_document(corpus: str, document_id: str, pipeline: PipelineDep, _: WriteDep) -> None:
+def delete_document(corpus: str, document_id: str, application: ApplicationDep, principal: WriteDep) -> None:
     """Delete a document: its vectors, pages and images."""
-    pipeline.corpora.delete_document(corpus, document_id)
+    application.as_principal(principal).delete_document(corpus, document_id)
 
 
 @router.get("/pages/{page_id}", response_model=PageDetailOut, responses=responses(404))

@@ -183,14 +183,17 @@ class JobStatus:
     def finished(self) -> bool:
         return self.state in FINISHED_JOB
 
-    def summary(self) -> dict[str, Any]:
-        """Plain data (the shape of the REST job, without URLs) for shells that do not use the API models."""
+    def summary(self, base_url: str = "") -> dict[str, Any]:
+        """The job as plain data: the REST job's shape (``JobOut``), the same in-process and over REST.
+        ``base_url``: MMRAG_API__PUBLIC_URL, before its events URL."""
         return {"id": self.id, "corpus": self.corpus, "state": self.state.value, "pages_total": self.pages_total,
                 "pages_done": self.pages_done, "pages_failed": self.pages_failed,
                 "files": [{"index": f.index, "filename": f.filename, "document_id": f.document_id,
                            "state": f.state.value, "pages": f.pages, "pages_done": f.pages_done, "error": f.error,
                            "message": f.message} for f in self.files],
-                "errors": [{"filename": f.filename, "error": f.error, "message": f.message}
+                "errors": [{"filename": f.filename, "error": f.error or "error", "message": f.message or ""}
                            for f in self.files if f.error],
-                "timings": dict(self.timings)}
+                "timings": {k: round(v, 4) for k, v in self.timings.items()}, "created_at": self.created_at,
+                "updated_at": self.updated_at, "finished_at": self.finished_at,
+                "events_url": f"{base_url.rstrip('/')}/jobs/{self.id}/events"}
 
