@@ -42,11 +42,13 @@ from mmrag.evaluate.rank_data import (
     QuestionScore,
     collect_suite,
     cross_validate,
+    question_columns,
     score_questions,
     stack,
 )
 from mmrag.evaluate.stats import Estimate, interval, latency_stats, mean_stat, paired_ratios
 from mmrag.evaluate.suite import load_suite
+from mmrag.retrieve.rank_features import FEATURE_SETS
 from mmrag.retrieve.ranker import ROUNDS, train_ranker
 from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
@@ -203,6 +205,9 @@ def main() -> None:
                     help="another run's --scores-out: this run minus that one, paired by question")
     ap.add_argument("--fold-by", default="company",
                     help="tag family the folds follow (company, kind); a question without one: its document")
+    ap.add_argument("--features", default="base", choices=sorted(FEATURE_SETS),
+                    help="feature set of the rankers (base: the shipped model's; references: with what the question "
+                         "names by number, mmrag.retrieve.references)")
     ap.add_argument("--params", default="{}", help="LightGBM parameters over the shipped ones (JSON), e.g. "
                                                    '\'{"num_leaves": 7, "rounds": 100}\'')
     args = ap.parse_args()
@@ -212,7 +217,9 @@ def main() -> None:
     questions = [q for spec in args.suite for q in collect(spec, args.cache, args.fold_by)]
     print(f"{len(questions)} judged questions, {len({q.fold for q in questions})} folds")
     candidate_recall(questions)
-    scores = cross_validate(questions, rounds=rounds, params=params)
+    features = FEATURE_SETS[args.features]
+    print(f"features: {args.features} ({len(features)})")
+    scores = cross_validate(questions, features=features, rounds=rounds, params=params)
     fold_table(scores)
     values: dict[str, Estimate | float | int | str] = {}
     for suite in sorted({s.suite for s in scores}):
@@ -221,13 +228,13 @@ def main() -> None:
         args.scores_out.write_text(json.dumps([asdict(s) for s in scores]))
     if args.against:
         values.update(against(scores, json.loads(args.against.read_text())))
-    full = train_ranker(*stack(questions), rounds=rounds, params=params)
+    full = train_ranker(*stack(questions, features), rounds=rounds, params=params, features=features)
     if args.model_out:
         full.save(args.model_out)
     for spec in args.check:
         checked = collect(spec, args.cache, args.fold_by)
         candidate_recall(checked)
-        got = score_questions(checked, [full.score(q.rows) for q in checked])
+        got = score_questions(checked, [full.score(question_columns(q, features)) for q in checked])
         fold_table(got)
         values.update(summary(got, "check_" + got[0].suite.replace("-", "_")))
     if args.latency and args.model_out:

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mmrag.errors import InvalidInput
 from mmrag.retrieve.page_prior import figure_share
+from mmrag.retrieve.references import PageReferences, page_references, query_references, reference_matches
 from mmrag.spaces.bm25 import bm25_term_counts
 
 HEAD_WORDS = 25  # a page's title region (a statement's, a note's or a section's title)
@@ -81,7 +83,15 @@ FEATURES: tuple[str, ...] = (
     "is_note", "note_asked", "position", "doc_pages", "words", "section",
     "query_amount", "query_statement", "query_terms",
 )
-"""Column names of :func:`feature_matrix`, in order (the model file records them; a mismatch refuses it)."""
+"""The base features (the shipped model's): column names of :func:`feature_matrix`, in order (a model file
+records its own; one naming a feature this version does not compute is refused)."""
+REFERENCE_FEATURES: tuple[str, ...] = (
+    "ref_asked", "ref_page", "ref_label", "ref_caption", "ref_mention", "visual_asked", "has_caption", "caption",
+)
+"""What the question names by number against the page (:mod:`mmrag.retrieve.references`)."""
+ALL_FEATURES: tuple[str, ...] = FEATURES + REFERENCE_FEATURES
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"base": FEATURES, "references": ALL_FEATURES}
+"""The feature sets a ranker is trained on by name (``mmrag rank train --features``); ``base`` by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +105,14 @@ class PageTraits:
     words: int
     head_terms: frozenset[int]  # BM25 terms of its title region (first HEAD_WORDS words)
     section_terms: frozenset[int]  # BM25 terms of its section path
+    refs: PageReferences = field(default_factory=PageReferences)  # its printed labels, captions and mentions by number
+    caption_terms: frozenset[int] = frozenset()  # BM25 terms of its caption text
 
 
 def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
     words = text.split()
     head = " ".join(words[:HEAD_WORDS])
+    refs = page_references(text)
     return PageTraits(
         figures=figure_share(words),
         kinds=statement_kinds(" ".join(words[:STATEMENT_HEAD_WORDS])),
@@ -107,6 +120,8 @@ def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
         words=len(words),
         head_terms=frozenset(bm25_term_counts(head)),
         section_terms=frozenset(bm25_term_counts(" ".join(section))),
+        refs=refs,
+        caption_terms=frozenset(bm25_term_counts(refs.caption_text)),
     )
 
 
@@ -172,9 +187,19 @@ def _ranks(values: Mapping[str, float]) -> dict[str, int]:
     return {k: i for i, (k, _) in enumerate(sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
-def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarray:
-    """(len(candidates), len(FEATURES)) float32: one row per candidate, columns :data:`FEATURES`."""
+def feature_columns(names: Sequence[str]) -> list[int]:
+    """Where each of ``names`` stands in :data:`ALL_FEATURES` (InvalidInput naming one it does not hold)."""
+    unknown = [n for n in names if n not in ALL_FEATURES]
+    if unknown:
+        raise InvalidInput(f"unknown ranker features {unknown}; this version computes {list(ALL_FEATURES)}")
+    return [ALL_FEATURES.index(n) for n in names]
+
+
+def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Sequence[str] = FEATURES) -> np.ndarray:
+    """(len(candidates), len(names)) float32: one row per candidate, columns ``names`` (of :data:`ALL_FEATURES`)."""
+    columns = feature_columns(names)
     traits = query_traits(query)
+    refs = query_references(query)
     n = len(candidates)
     absent = 2 * max(n, 1)
     space_ranks = {s: _ranks({c.page_id: c.scores[s] for c in candidates if s in c.scores})
@@ -182,7 +207,7 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarra
     best_dense = max((c.scores.get("text", 0.0) for c in candidates), default=0.0)
     best_bm25 = max((c.scores.get("bm25", 0.0) for c in candidates), default=0.0)
     best_fused = max((c.fused for c in candidates), default=0.0)
-    rows = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    rows = np.zeros((n, len(ALL_FEATURES)), dtype=np.float32)
     for i, c in enumerate(candidates):
         page = c.traits
         kinds = page.kinds
@@ -213,5 +238,10 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarra
             float(traits.amount),
             float(bool(traits.statements or traits.implied)),
             math.log2(1 + len(traits.terms)),
+            float(refs.any),
+            *reference_matches(refs, page.refs, c.page),
+            float(refs.visual),
+            float(bool(page.refs.figure_captions or page.refs.table_captions)),
+            term_share(traits.terms, page.caption_terms),
         )
-    return rows
+    return rows if columns == list(range(len(ALL_FEATURES))) else rows[:, columns]

@@ -25,7 +25,7 @@ from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, query_past_ties, rank_key, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
-from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
+from mmrag.retrieve.rank_features import CandidatePage, feature_matrix
 from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
@@ -189,7 +189,7 @@ class Retriever:
         factors: dict[str, float] = {}
         if ranker is not None:
             candidates = self.candidates(corpus, spaces, names, query, fit, node, request)
-            rows = feature_matrix(query.text, candidates)
+            rows = feature_matrix(query.text, candidates, ranker.features)
             scores = [float(s) for s in ranker.score(rows)]
             best = sorted(range(len(candidates)), key=lambda i: rank_key(scores[i], candidates[i].page_id))
             hits = [candidate_hit(candidates[i], scores[i]) for i in best[:request.top_k]]
@@ -357,7 +357,7 @@ def explain_ranker(ranker: PageRanker, candidates: list[CandidatePage], rows: np
     if not keep:
         return {}
     contrib = ranker.contributions(rows[keep])
-    return {candidates[i].page_id: {name: round(float(v), 4) for name, v in zip((*FEATURES, "bias"), row,
+    return {candidates[i].page_id: {name: round(float(v), 4) for name, v in zip((*ranker.features, "bias"), row,
                                                                                 strict=True)}
             for i, row in zip(keep, contrib, strict=True)}
 
