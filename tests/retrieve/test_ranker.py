@@ -117,7 +117,7 @@ def test_a_model_of_the_reference_features_ranks_the_page_the_question_names_by_
     path = toy_model(tmp_path, ALL_FEATURES.index("ref_page"), ALL_FEATURES)
     assert load_ranker(path).features == ALL_FEATURES
     retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
-        ranker=str(path), rank_depth=1, rank_documents=1)})
+        ranker=str(path), rank_depth=5, rank_documents=2)})
     got = report.search("r", SearchRequest(query="What does page 2 of the report say about dividends paid?",
                                            top_k=1, explain=True)).evidence
     assert [(Path(e.filename).name, e.page) for e in got] == [("report.pdf", 2)]
