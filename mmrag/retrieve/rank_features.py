@@ -31,7 +31,13 @@ import numpy as np
 
 from mmrag.errors import InvalidInput
 from mmrag.retrieve.page_prior import figure_share
-from mmrag.retrieve.references import PageReferences, page_references, query_references, reference_matches
+from mmrag.retrieve.references import (
+    PageReferences,
+    QueryReferences,
+    page_references,
+    query_references,
+    reference_matches,
+)
 from mmrag.spaces.bm25 import bm25_term_counts
 
 HEAD_WORDS = 25  # a page's title region (a statement's, a note's or a section's title)
@@ -105,14 +111,16 @@ class PageTraits:
     words: int
     head_terms: frozenset[int]  # BM25 terms of its title region (first HEAD_WORDS words)
     section_terms: frozenset[int]  # BM25 terms of its section path
-    refs: PageReferences = field(default_factory=PageReferences)  # its printed labels, captions and mentions by number
+    refs: PageReferences | None = None  # its printed labels, captions and mentions by number (None: not read)
     caption_terms: frozenset[int] = frozenset()  # BM25 terms of its caption text
 
 
-def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
+def page_traits(text: str, section: Sequence[str] = (), references: bool = False) -> PageTraits:
+    """``references``: also read its labels and captions (what :data:`REFERENCE_FEATURES` need; a model of the
+    base features does not pay for them)."""
     words = text.split()
     head = " ".join(words[:HEAD_WORDS])
-    refs = page_references(text)
+    refs = page_references(text) if references else None
     return PageTraits(
         figures=figure_share(words),
         kinds=statement_kinds(" ".join(words[:STATEMENT_HEAD_WORDS])),
@@ -121,7 +129,7 @@ def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
         head_terms=frozenset(bm25_term_counts(head)),
         section_terms=frozenset(bm25_term_counts(" ".join(section))),
         refs=refs,
-        caption_terms=frozenset(bm25_term_counts(refs.caption_text)),
+        caption_terms=frozenset(bm25_term_counts(refs.caption_text)) if refs is not None else frozenset(),
     )
 
 
@@ -199,7 +207,7 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
     """(len(candidates), len(names)) float32: one row per candidate, columns ``names`` (of :data:`ALL_FEATURES`)."""
     columns = feature_columns(names)
     traits = query_traits(query)
-    refs = query_references(query)
+    refs = query_references(query) if max(columns, default=0) >= len(FEATURES) else None
     n = len(candidates)
     absent = 2 * max(n, 1)
     space_ranks = {s: _ranks({c.page_id: c.scores[s] for c in candidates if s in c.scores})
@@ -207,12 +215,12 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
     best_dense = max((c.scores.get("text", 0.0) for c in candidates), default=0.0)
     best_bm25 = max((c.scores.get("bm25", 0.0) for c in candidates), default=0.0)
     best_fused = max((c.fused for c in candidates), default=0.0)
-    rows = np.zeros((n, len(ALL_FEATURES)), dtype=np.float32)
+    rows = np.zeros((n, len(ALL_FEATURES) if refs is not None else len(FEATURES)), dtype=np.float32)
     for i, c in enumerate(candidates):
         page = c.traits
         kinds = page.kinds
         dense = c.scores.get("text")
-        rows[i] = (
+        rows[i, :len(FEATURES)] = (
             c.fused / best_fused if best_fused > 0 else 0.0,
             _log_rank(c.fused_rank, absent),
             dense if dense is not None else 0.0,
@@ -238,10 +246,16 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
             float(traits.amount),
             float(bool(traits.statements or traits.implied)),
             math.log2(1 + len(traits.terms)),
-            float(refs.any),
-            *reference_matches(refs, page.refs, c.page),
-            float(refs.visual),
-            float(bool(page.refs.figure_captions or page.refs.table_captions)),
-            term_share(traits.terms, page.caption_terms),
         )
-    return rows if columns == list(range(len(ALL_FEATURES))) else rows[:, columns]
+        if refs is not None:
+            rows[i, len(FEATURES):] = reference_row(refs, traits.terms, c)
+    return rows if columns == list(range(rows.shape[1])) else rows[:, columns]
+
+
+def reference_row(refs: QueryReferences, terms: Mapping[int, int], c: CandidatePage) -> tuple[float, ...]:
+    """The :data:`REFERENCE_FEATURES` of one candidate (its traits read with ``references``)."""
+    page = c.traits.refs
+    if page is None:
+        raise ValueError(f"page {c.page_id}: its traits were read without references (page_traits(references=True))")
+    return (float(refs.any), *reference_matches(refs, page, c.page), float(refs.visual),
+            float(bool(page.figure_captions or page.table_captions)), term_share(terms, c.traits.caption_terms))

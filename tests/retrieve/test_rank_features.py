@@ -29,7 +29,7 @@ CONTENTS = ("Index to Financial Statements Consolidated Statement of Income Cons
 
 def page(pid: str, words: str, rank: int | None, number: int, **scores: float) -> CandidatePage:
     return CandidatePage(page_id=pid, document_id="d", page=number, fused_rank=rank, fused=1.0 / (1 + (rank or 9)),
-                         scores=dict(scores), doc_pages=100, traits=page_traits(words))
+                         scores=dict(scores), doc_pages=100, traits=page_traits(words, references=True))
 
 
 def column(rows: np.ndarray, name: str) -> list[float]:
@@ -102,3 +102,7 @@ def test_a_model_gets_the_columns_it_names_in_its_order() -> None:
     assert picked.tolist() == [[1.0, 1.0]]
     with pytest.raises(InvalidInput, match="unknown ranker features"):
         feature_matrix("x", candidates, ["nope"])
+    unread = [CandidatePage("b", "d", 1, 0, traits=page_traits("Figure 1: Sales"))]  # the base model's traits
+    assert unread[0].traits.refs is None and feature_matrix("Figure 1", unread).shape == (1, len(FEATURES))
+    with pytest.raises(ValueError, match="without references"):
+        feature_matrix("Figure 1", unread, ALL_FEATURES)

@@ -114,6 +114,9 @@ def test_the_search_ranks_every_page_of_its_best_document_by_the_model(report, t
 
 def test_a_model_of_the_reference_features_ranks_the_page_the_question_names_by_number(report, tmp_path) -> None:
     retriever = report.retriever
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
+        ranker=str(toy_model(tmp_path / "base")), rank_depth=5, rank_documents=2)})
+    report.search("r", SearchRequest(query="What does page 2 say about dividends paid?"))  # traits kept, no labels
     path = toy_model(tmp_path, ALL_FEATURES.index("ref_page"), ALL_FEATURES)
     assert load_ranker(path).features == ALL_FEATURES
     retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
