@@ -40,13 +40,18 @@ from bench._suite_data import open_search_pipeline
 from mmrag.evaluate.rank_data import (
     QuestionRows,
     QuestionScore,
+    collect_questions,
     collect_suite,
     cross_validate,
+    question_columns,
     score_questions,
     stack,
+    suite_questions,
 )
+from mmrag.evaluate.reference_questions import corpus_reference_questions, question_folds
 from mmrag.evaluate.stats import Estimate, interval, latency_stats, mean_stat, paired_ratios
 from mmrag.evaluate.suite import load_suite
+from mmrag.retrieve.rank_features import FEATURE_SETS
 from mmrag.retrieve.ranker import ROUNDS, train_ranker
 from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
@@ -59,9 +64,12 @@ def suite_arg(text: str) -> tuple[str, Path]:
     return suite, Path(data)
 
 
-def collect(spec: str, cache: Path | None = None, fold_by: str = "company") -> list[QuestionRows]:
-    """The suite's questions with their candidates (read from ``cache`` when it holds them, else written there)."""
-    key = spec if fold_by == "company" else f"{spec}|{fold_by}"
+def collect(spec: str, cache: Path | None = None, fold_by: str = "company", references: bool = False
+            ) -> list[QuestionRows]:
+    """The suite's questions with their candidates (read from ``cache`` when it holds them, else written there);
+    ``references``: instead, the reference questions written from the suite's documents
+    (:mod:`mmrag.evaluate.reference_questions`), each in the fold of the judged questions about its document."""
+    key = (spec if fold_by == "company" else f"{spec}|{fold_by}") + ("|references" if references else "")
     if cache is not None and cache.is_file():
         with cache.open("rb") as f:
             cached: dict[str, list[QuestionRows]] = pickle.load(f)  # our own file of this run's questions
@@ -71,7 +79,13 @@ def collect(spec: str, cache: Path | None = None, fold_by: str = "company") -> l
     suite = load_suite(suite_path)
     _, pipeline = open_search_pipeline(data_dir)
     try:
-        got = collect_suite(pipeline.retriever, suite, fold_by=fold_by)
+        if references:
+            folds = question_folds(suite_questions(suite, fold_by))
+            written = corpus_reference_questions(pipeline.retriever.catalog, suite.corpus_name, folds)
+            got = collect_questions(pipeline.retriever, suite.corpus_name, written, spaces=suite.spec.pipeline.spaces,
+                                    suite=f"{suite.name}+references")
+        else:
+            got = collect_suite(pipeline.retriever, suite, fold_by=fold_by)
     finally:
         pipeline.close()
     if cache is not None:
@@ -203,6 +217,12 @@ def main() -> None:
                     help="another run's --scores-out: this run minus that one, paired by question")
     ap.add_argument("--fold-by", default="company",
                     help="tag family the folds follow (company, kind); a question without one: its document")
+    ap.add_argument("--features", default="base", choices=sorted(FEATURE_SETS),
+                    help="feature set of the rankers (base: the shipped model's; references: with what the question "
+                         "names by number, mmrag.retrieve.references)")
+    ap.add_argument("--reference-questions", action="store_true",
+                    help="also train on questions naming a page, figure or table by number, written from the training "
+                         "suites' own documents (mmrag.evaluate.reference_questions; scored: never)")
     ap.add_argument("--params", default="{}", help="LightGBM parameters over the shipped ones (JSON), e.g. "
                                                    '\'{"num_leaves": 7, "rounds": 100}\'')
     args = ap.parse_args()
@@ -212,7 +232,13 @@ def main() -> None:
     questions = [q for spec in args.suite for q in collect(spec, args.cache, args.fold_by)]
     print(f"{len(questions)} judged questions, {len({q.fold for q in questions})} folds")
     candidate_recall(questions)
-    scores = cross_validate(questions, rounds=rounds, params=params)
+    features = FEATURE_SETS[args.features]
+    print(f"features: {args.features} ({len(features)})")
+    written = [q for spec in args.suite for q in collect(spec, args.cache, args.fold_by, references=True)] \
+        if args.reference_questions else []
+    if written:
+        print(f"{len(written)} reference questions written from the documents (training only)")
+    scores = cross_validate(questions, [*questions, *written], features=features, rounds=rounds, params=params)
     fold_table(scores)
     values: dict[str, Estimate | float | int | str] = {}
     for suite in sorted({s.suite for s in scores}):
@@ -221,13 +247,13 @@ def main() -> None:
         args.scores_out.write_text(json.dumps([asdict(s) for s in scores]))
     if args.against:
         values.update(against(scores, json.loads(args.against.read_text())))
-    full = train_ranker(*stack(questions), rounds=rounds, params=params)
+    full = train_ranker(*stack([*questions, *written], features), rounds=rounds, params=params, features=features)
     if args.model_out:
         full.save(args.model_out)
     for spec in args.check:
         checked = collect(spec, args.cache, args.fold_by)
         candidate_recall(checked)
-        got = score_questions(checked, [full.score(q.rows) for q in checked])
+        got = score_questions(checked, [full.score(question_columns(q, features)) for q in checked])
         fold_table(got)
         values.update(summary(got, "check_" + got[0].suite.replace("-", "_")))
     if args.latency and args.model_out:

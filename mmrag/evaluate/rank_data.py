@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mmrag.errors import InvalidInput
 from mmrag.evaluate.scope import scope_filters
 from mmrag.evaluate.suite import Query, Suite
-from mmrag.retrieve.rank_features import FEATURES, feature_matrix
+from mmrag.retrieve.rank_features import ALL_FEATURES, FEATURES, feature_columns, feature_matrix
 from mmrag.retrieve.search import Retriever
 from mmrag.types import SearchRequest
 
@@ -33,12 +34,13 @@ class QuestionRows:
     query_id: str
     fold: str  # company or document family
     suite: str
-    rows: np.ndarray  # (candidates, len(FEATURES))
+    rows: np.ndarray  # (candidates, len(features))
     labels: np.ndarray  # (candidates,) graded relevance, 0 unjudged
     keys: list[str]  # ``file.pdf#page`` per candidate
     first: np.ndarray  # (candidates,) bool: in the fused first stage (else added as a page of a top document)
     baseline: list[str]  # page keys in the order of today's default without the ranker (first 10)
     judged: dict[str, int] = field(default_factory=dict)  # every judged page (some may not be candidates)
+    features: tuple[str, ...] = ALL_FEATURES  # the columns of ``rows``
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +110,13 @@ def collect_questions(retriever: Retriever, corpus: str, questions: Sequence[Jud
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
         baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"  # on a copy: both set its limit
                     for h in retriever.prior_ranked(corpus, names, qin, replace(node), request)[0]]
-        candidates = retriever.candidates(corpus, space_map, names, qin, fit, node, request)
+        candidates = retriever.candidates(corpus, space_map, names, qin, fit, node, request, references=True)
         for doc in {c.document_id for c in candidates} - files.keys():
             files[doc] = Path(retriever.catalog.documents.get(corpus, doc).filename).name
         keys = [f"{files[c.document_id]}#{c.page}" for c in candidates]
         out.append(QuestionRows(
             query_id=question.id, fold=question.fold, suite=suite,
-            rows=feature_matrix(qin.text, candidates),
+            rows=feature_matrix(qin.text, candidates, ALL_FEATURES),
             labels=np.asarray([question.judged.get(k, 0) for k in keys], dtype=np.float32), keys=keys,
             first=np.asarray([c.fused_rank is not None for c in candidates], dtype=bool),
             baseline=baseline, judged=question.judged,
@@ -131,11 +133,25 @@ def collect_suite(retriever: Retriever, suite: Suite, corpus: str | None = None,
                              spaces=suite.spec.pipeline.spaces, suite=suite.name)
 
 
-def stack(questions: Sequence[QuestionRows]) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Rows, labels and group sizes of ``questions`` (in order) for :func:`mmrag.retrieve.ranker.train_ranker`."""
+def question_columns(question: QuestionRows, features: Sequence[str]) -> np.ndarray:
+    """The question's rows, columns ``features`` (of those it was collected with)."""
+    if tuple(features) == question.features:
+        return question.rows
+    held = {name: i for i, name in enumerate(question.features)}
+    feature_columns(features)  # InvalidInput for a name no version computes
+    missing = [n for n in features if n not in held]
+    if missing:
+        raise InvalidInput(f"question {question.query_id} was collected without features {missing}; collect it again")
+    return question.rows[:, [held[n] for n in features]]
+
+
+def stack(questions: Sequence[QuestionRows], features: Sequence[str] = FEATURES
+          ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Rows (columns ``features``), labels and group sizes of ``questions`` (in order) for
+    :func:`mmrag.retrieve.ranker.train_ranker`."""
     if not questions:
-        return np.zeros((0, len(FEATURES)), dtype=np.float32), np.zeros(0, dtype=np.float32), []
-    rows = np.concatenate([q.rows for q in questions])
+        return np.zeros((0, len(features)), dtype=np.float32), np.zeros(0, dtype=np.float32), []
+    rows = np.concatenate([question_columns(q, features) for q in questions])
     labels = np.concatenate([q.labels for q in questions])
     return rows, labels, [len(q.keys) for q in questions]
 
@@ -211,9 +227,9 @@ def fold_training(pool: Iterable[QuestionRows], test: Sequence[QuestionRows]) ->
 
 
 def cross_validate(questions: Sequence[QuestionRows], trainable: Sequence[QuestionRows] | None = None,
-                   **train_options: object) -> list[QuestionScore]:
-    """Leave one fold out: each fold of ``questions`` scored by a ranker trained on every other fold of
-    ``trainable`` (default ``questions``), without any candidate page of a document the fold asks about."""
+                   features: Sequence[str] = FEATURES, **train_options: object) -> list[QuestionScore]:
+    """Leave one fold out: each fold of ``questions`` scored by a ranker of ``features`` trained on every other
+    fold of ``trainable`` (default ``questions``), without any candidate page of a document the fold asks about."""
     from mmrag.retrieve.ranker import train_ranker
 
     pool = list(trainable if trainable is not None else questions)
@@ -221,6 +237,6 @@ def cross_validate(questions: Sequence[QuestionRows], trainable: Sequence[Questi
     for fold in sorted({q.fold for q in questions}):
         test = [q for q in questions if q.fold == fold]
         train = fold_training(pool, test)
-        ranker = train_ranker(*stack(train), **train_options)  # type: ignore[arg-type]
-        out.extend(score_questions(test, [ranker.score(q.rows) for q in test]))
+        ranker = train_ranker(*stack(train, features), features=features, **train_options)  # type: ignore[arg-type]
+        out.extend(score_questions(test, [ranker.score(question_columns(q, features)) for q in test]))
     return out

@@ -29,7 +29,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mmrag.errors import InvalidInput
 from mmrag.retrieve.page_prior import figure_share
+from mmrag.retrieve.references import (
+    PageReferences,
+    QueryReferences,
+    page_references,
+    query_references,
+    reference_matches,
+)
 from mmrag.spaces.bm25 import bm25_term_counts
 
 HEAD_WORDS = 25  # a page's title region (a statement's, a note's or a section's title)
@@ -81,7 +89,16 @@ FEATURES: tuple[str, ...] = (
     "is_note", "note_asked", "position", "doc_pages", "words", "section",
     "query_amount", "query_statement", "query_terms",
 )
-"""Column names of :func:`feature_matrix`, in order (the model file records them; a mismatch refuses it)."""
+"""The base features (the shipped model's): column names of :func:`feature_matrix`, in order (a model file
+records its own; one naming a feature this version does not compute is refused)."""
+REFERENCE_FEATURES: tuple[str, ...] = (
+    "ref_asked", "ref_page", "ref_label", "ref_caption", "ref_mention", "visual_asked", "has_caption", "caption",
+)
+"""What the question names by number against the page (:mod:`mmrag.retrieve.references`)."""
+ALL_FEATURES: tuple[str, ...] = FEATURES + REFERENCE_FEATURES
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"base": FEATURES, "references": ALL_FEATURES}
+"""The feature sets a ranker is trained on by name (``bench.rank_folds --features``); ``mmrag rank train``, a
+corpus's own ranker and the shipped model use ``base``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +112,16 @@ class PageTraits:
     words: int
     head_terms: frozenset[int]  # BM25 terms of its title region (first HEAD_WORDS words)
     section_terms: frozenset[int]  # BM25 terms of its section path
+    refs: PageReferences | None = None  # its printed labels, captions and mentions by number (None: not read)
+    caption_terms: frozenset[int] = frozenset()  # BM25 terms of its caption text
 
 
-def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
+def page_traits(text: str, section: Sequence[str] = (), references: bool = False) -> PageTraits:
+    """``references``: also read its labels and captions (what :data:`REFERENCE_FEATURES` need; a model of the
+    base features does not pay for them)."""
     words = text.split()
     head = " ".join(words[:HEAD_WORDS])
+    refs = page_references(text) if references else None
     return PageTraits(
         figures=figure_share(words),
         kinds=statement_kinds(" ".join(words[:STATEMENT_HEAD_WORDS])),
@@ -107,6 +129,8 @@ def page_traits(text: str, section: Sequence[str] = ()) -> PageTraits:
         words=len(words),
         head_terms=frozenset(bm25_term_counts(head)),
         section_terms=frozenset(bm25_term_counts(" ".join(section))),
+        refs=refs,
+        caption_terms=frozenset(bm25_term_counts(refs.caption_text)) if refs is not None else frozenset(),
     )
 
 
@@ -172,9 +196,19 @@ def _ranks(values: Mapping[str, float]) -> dict[str, int]:
     return {k: i for i, (k, _) in enumerate(sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
-def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarray:
-    """(len(candidates), len(FEATURES)) float32: one row per candidate, columns :data:`FEATURES`."""
+def feature_columns(names: Sequence[str]) -> list[int]:
+    """Where each of ``names`` stands in :data:`ALL_FEATURES` (InvalidInput naming one it does not hold)."""
+    unknown = [n for n in names if n not in ALL_FEATURES]
+    if unknown:
+        raise InvalidInput(f"unknown ranker features {unknown}; this version computes {list(ALL_FEATURES)}")
+    return [ALL_FEATURES.index(n) for n in names]
+
+
+def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Sequence[str] = FEATURES) -> np.ndarray:
+    """(len(candidates), len(names)) float32: one row per candidate, columns ``names`` (of :data:`ALL_FEATURES`)."""
+    columns = feature_columns(names)
     traits = query_traits(query)
+    refs = query_references(query) if max(columns, default=0) >= len(FEATURES) else None
     n = len(candidates)
     absent = 2 * max(n, 1)
     space_ranks = {s: _ranks({c.page_id: c.scores[s] for c in candidates if s in c.scores})
@@ -182,12 +216,12 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarra
     best_dense = max((c.scores.get("text", 0.0) for c in candidates), default=0.0)
     best_bm25 = max((c.scores.get("bm25", 0.0) for c in candidates), default=0.0)
     best_fused = max((c.fused for c in candidates), default=0.0)
-    rows = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    rows = np.zeros((n, len(ALL_FEATURES) if refs is not None else len(FEATURES)), dtype=np.float32)
     for i, c in enumerate(candidates):
         page = c.traits
         kinds = page.kinds
         dense = c.scores.get("text")
-        rows[i] = (
+        rows[i, :len(FEATURES)] = (
             c.fused / best_fused if best_fused > 0 else 0.0,
             _log_rank(c.fused_rank, absent),
             dense if dense is not None else 0.0,
@@ -214,4 +248,15 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage]) -> np.ndarra
             float(bool(traits.statements or traits.implied)),
             math.log2(1 + len(traits.terms)),
         )
-    return rows
+        if refs is not None:
+            rows[i, len(FEATURES):] = reference_row(refs, traits.terms, c)
+    return rows if columns == list(range(rows.shape[1])) else rows[:, columns]
+
+
+def reference_row(refs: QueryReferences, terms: Mapping[int, int], c: CandidatePage) -> tuple[float, ...]:
+    """The :data:`REFERENCE_FEATURES` of one candidate (its traits read with ``references``)."""
+    page = c.traits.refs
+    if page is None:
+        raise ValueError(f"page {c.page_id}: its traits were read without references (page_traits(references=True))")
+    return (float(refs.any), *reference_matches(refs, page, c.page), float(refs.visual),
+            float(bool(page.figure_captions or page.table_captions)), term_share(terms, c.traits.caption_terms))

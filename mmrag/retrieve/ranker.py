@@ -1,8 +1,9 @@
-"""The learned page ranker: a LightGBM lambdarank model over :data:`mmrag.retrieve.rank_features.FEATURES`.
+"""The learned page ranker: a LightGBM lambdarank model over :data:`mmrag.retrieve.rank_features.FEATURES`
+(or another of its ``FEATURE_SETS``).
 
 Lifecycle: trained by ``mmrag rank train`` from suites with page judgments (:func:`train_ranker`), saved
-as LightGBM's own text model (a small file; the feature names are in it and must equal today's
-:data:`FEATURES`, else the file is refused), loaded once per process (:func:`load_ranker`, cached by
+as LightGBM's own text model (a small file; the feature names are in it, a search computes those, and a
+file naming one this version does not compute is refused), loaded once per process (:func:`load_ranker`, cached by
 path and modification time) and applied to the candidates of a search (:meth:`PageRanker.score`).
 ``explain`` shows each feature's contribution (LightGBM's SHAP values) to a page's score.
 The shipped model is ``mmrag/retrieve/models/page_ranker.txt`` (how it is rebuilt: docs/retrieval.md).
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mmrag.errors import InvalidInput
-from mmrag.retrieve.rank_features import FEATURES
+from mmrag.retrieve.rank_features import FEATURES, feature_columns
 
 SHIPPED = Path(__file__).parent / "models" / "page_ranker.txt"
 PARAMS: dict[str, Any] = {
@@ -39,6 +40,11 @@ class PageRanker:
     booster: Any  # lightgbm.Booster
     source: str  # where it was loaded from (a path, or "trained")
 
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The columns its rows hold (:func:`mmrag.retrieve.rank_features.feature_matrix`'s ``names``)."""
+        return tuple(self.booster.feature_name())
+
     def score(self, rows: np.ndarray) -> np.ndarray:
         """(n,) scores, higher is better; comparable within one query only."""
         if len(rows) == 0:
@@ -46,7 +52,7 @@ class PageRanker:
         return np.asarray(self.booster.predict(rows, num_threads=1), dtype=np.float64)
 
     def contributions(self, rows: np.ndarray) -> np.ndarray:
-        """(n, len(FEATURES) + 1): each feature's share of each row's score, then the bias."""
+        """(n, len(features) + 1): each feature's share of each row's score, then the bias."""
         return np.asarray(self.booster.predict(rows, pred_contrib=True, num_threads=1), dtype=np.float64)
 
     def save(self, path: Path) -> None:
@@ -55,14 +61,16 @@ class PageRanker:
 
 
 def train_ranker(rows: np.ndarray, labels: np.ndarray, groups: Sequence[int], rounds: int = ROUNDS,
-                 params: dict[str, Any] | None = None) -> PageRanker:
-    """A lambdarank model of ``rows`` (feature_matrix rows of consecutive queries), ``labels`` (graded
-    relevance, 0 for unjudged pages) and ``groups`` (rows per query, in order)."""
+                 params: dict[str, Any] | None = None, features: Sequence[str] = FEATURES) -> PageRanker:
+    """A lambdarank model of ``rows`` (feature_matrix rows of consecutive queries, columns ``features``),
+    ``labels`` (graded relevance, 0 for unjudged pages) and ``groups`` (rows per query, in order)."""
     import lightgbm
 
     if sum(groups) != len(rows) or len(labels) != len(rows):
         raise InvalidInput(f"{len(rows)} rows, {len(labels)} labels and groups summing to {sum(groups)} differ")
-    data = lightgbm.Dataset(rows, label=labels, group=list(groups), feature_name=list(FEATURES),
+    if rows.ndim != 2 or rows.shape[1] != len(features):
+        raise InvalidInput(f"rows of {rows.shape[1:]} columns for {len(features)} features")
+    data = lightgbm.Dataset(rows, label=labels, group=list(groups), feature_name=list(features),
                             free_raw_data=False)
     booster = lightgbm.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
     return PageRanker(booster, "trained")
@@ -74,7 +82,7 @@ _LOCK = threading.Lock()
 
 def load_ranker(path: Path = SHIPPED) -> PageRanker:
     """The model in ``path`` (cached until the file changes); InvalidInput when it is missing, not a
-    LightGBM model, or was trained on other features than today's."""
+    LightGBM model, or was trained on a feature this version does not compute."""
     import lightgbm
 
     try:
@@ -88,9 +96,11 @@ def load_ranker(path: Path = SHIPPED) -> PageRanker:
             booster = lightgbm.Booster(model_file=str(path))
         except lightgbm.basic.LightGBMError as exc:
             raise InvalidInput(f"ranker model {path.name}: not a LightGBM model") from exc
-        if tuple(booster.feature_name()) != FEATURES:
-            raise InvalidInput(f"ranker model {path.name}: trained on features {booster.feature_name()}, "
-                               f"this version computes {list(FEATURES)}; retrain it (mmrag rank train)")
+        try:
+            feature_columns(booster.feature_name())
+        except InvalidInput as exc:
+            raise InvalidInput(f"ranker model {path.name}: trained on features {booster.feature_name()}: "
+                               f"{exc.message}; retrain it (mmrag rank train)") from exc
         ranker = PageRanker(booster, str(path))
         _CACHE[key] = ranker
         return ranker

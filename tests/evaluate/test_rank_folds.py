@@ -22,7 +22,7 @@ def question(qid: str, fold: str, keys: list[str], judged: dict[str, int]) -> Qu
     rows = np.arange(len(keys) * len(FEATURES), dtype=np.float32).reshape(len(keys), len(FEATURES))
     return QuestionRows(query_id=qid, fold=fold, suite="s", rows=rows,
                         labels=np.asarray([judged.get(k, 0) for k in keys], dtype=np.float32), keys=keys,
-                        first=np.ones(len(keys), dtype=bool), baseline=keys[:10], judged=judged)
+                        first=np.ones(len(keys), dtype=bool), baseline=keys[:10], judged=judged, features=FEATURES)
 
 
 def test_a_question_folds_by_the_tag_family_asked_for_else_by_its_document() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mmrag.errors import InvalidInput
 from mmrag.retrieve.rank_features import (
+    ALL_FEATURES,
     FEATURES,
+    REFERENCE_FEATURES,
     CandidatePage,
     feature_matrix,
     page_traits,
@@ -26,7 +29,7 @@ CONTENTS = ("Index to Financial Statements Consolidated Statement of Income Cons
 
 def page(pid: str, words: str, rank: int | None, number: int, **scores: float) -> CandidatePage:
     return CandidatePage(page_id=pid, document_id="d", page=number, fused_rank=rank, fused=1.0 / (1 + (rank or 9)),
-                         scores=dict(scores), doc_pages=100, traits=page_traits(words))
+                         scores=dict(scores), doc_pages=100, traits=page_traits(words, references=True))
 
 
 def column(rows: np.ndarray, name: str) -> list[float]:
@@ -72,3 +75,34 @@ def test_no_candidates_give_no_rows_and_a_page_without_text_gives_zeros() -> Non
     assert feature_matrix("revenue", []).shape == (0, len(FEATURES))
     rows = feature_matrix("revenue", [page("blank", "", 0, 1)])
     assert column(rows, "figures") == [0.0] and column(rows, "title") == [0.0] and column(rows, "words") == [0.0]
+
+
+def test_the_page_the_question_names_by_number_label_or_caption_meets_it() -> None:
+    candidates = [page("p52", "Figure 3: Revenue by segment in Q3 48", 0, 52, text=0.5),
+                  page("p14", "Table 2. Staff by region, as Figure 3 shows 10", 1, 14, text=0.4),
+                  page("prose", "Revenue rose in every segment", 2, 30, text=0.6)]
+    rows = feature_matrix("What does Figure 3 on page 14 show about revenue?", candidates, ALL_FEATURES)
+    assert rows.shape == (3, len(ALL_FEATURES))
+    col = {name: [float(v) for v in rows[:, ALL_FEATURES.index(name)]] for name in REFERENCE_FEATURES}
+    assert col["ref_asked"] == [1.0] * 3 and col["visual_asked"] == [1.0] * 3
+    assert col["ref_page"] == [0.0, 1.0, 0.0] and col["ref_label"] == [0.0, 0.0, 0.0]
+    assert col["ref_caption"] == [1.0, 0.0, 0.0] and col["ref_mention"] == [1.0, 1.0, 0.0]
+    assert col["has_caption"] == [1.0, 1.0, 0.0]
+    assert col["caption"][0] > 0 and col["caption"][2] == 0.0  # "revenue" in the caption's words
+    labelled = feature_matrix("the chart on page 48", candidates, ALL_FEATURES)
+    assert [float(v) for v in labelled[:, ALL_FEATURES.index("ref_label")]] == [1.0, 0.0, 0.0]
+    assert not feature_matrix("What was revenue?", candidates, ALL_FEATURES)[:, ALL_FEATURES.index("ref_asked")].any()
+
+
+def test_a_model_gets_the_columns_it_names_in_its_order() -> None:
+    candidates = [page("a", "Figure 1: Sales 3", 0, 3, text=0.5, bm25=2.0)]
+    full = feature_matrix("Figure 1 on page 3", candidates, ALL_FEATURES)
+    assert np.array_equal(feature_matrix("Figure 1 on page 3", candidates), full[:, :len(FEATURES)])
+    picked = feature_matrix("Figure 1 on page 3", candidates, ["ref_page", "bm25"])
+    assert picked.tolist() == [[1.0, 1.0]]
+    with pytest.raises(InvalidInput, match="unknown ranker features"):
+        feature_matrix("x", candidates, ["nope"])
+    unread = [CandidatePage("b", "d", 1, 0, traits=page_traits("Figure 1: Sales"))]  # the base model's traits
+    assert unread[0].traits.refs is None and feature_matrix("Figure 1", unread).shape == (1, len(FEATURES))
+    with pytest.raises(ValueError, match="without references"):
+        feature_matrix("Figure 1", unread, ALL_FEATURES)

@@ -10,7 +10,7 @@ import pytest
 
 from mmrag.errors import InvalidInput
 from mmrag.retrieve.candidates import candidate_hit
-from mmrag.retrieve.rank_features import FEATURES, CandidatePage
+from mmrag.retrieve.rank_features import ALL_FEATURES, FEATURES, CandidatePage
 from mmrag.retrieve.ranker import SHIPPED, load_ranker, train_ranker
 from mmrag.retrieve_config import RankingConfig
 from mmrag.types import SearchRequest
@@ -18,13 +18,14 @@ from mmrag.types import SearchRequest
 STATEMENT = FEATURES.index("named_statement")  # the column the toy models learn from (named_statement)
 
 
-def toy_model(tmp_path: Path, column: int = STATEMENT) -> Path:
+def toy_model(tmp_path: Path, column: int = STATEMENT, features: tuple[str, ...] = FEATURES) -> Path:
     """A model that learned: pages meeting the statement the question names are the relevant ones."""
     rng = np.random.default_rng(0)
-    rows = rng.random((600, len(FEATURES)), dtype=np.float32)
+    rows = rng.random((600, len(features)), dtype=np.float32)
     rows[:, column] = rng.integers(0, 2, 600)
     path = tmp_path / "ranker.txt"
-    train_ranker(rows, rows[:, column].copy(), [20] * 30, rounds=20, params={"min_data_in_leaf": 5}).save(path)
+    train_ranker(rows, rows[:, column].copy(), [20] * 30, rounds=20, params={"min_data_in_leaf": 5},
+                 features=features).save(path)
     return path
 
 
@@ -55,6 +56,11 @@ def test_a_model_of_other_features_or_no_model_is_refused_by_name(tmp_path: Path
         load_ranker(tmp_path / "junk.txt")
     with pytest.raises(InvalidInput, match="cannot be read"):
         load_ranker(tmp_path / "missing.txt")
+
+
+def test_rows_of_other_columns_than_the_features_are_refused() -> None:
+    with pytest.raises(InvalidInput, match="columns for 33 features"):
+        train_ranker(np.zeros((4, len(FEATURES)), dtype=np.float32), np.zeros(4), [4], features=ALL_FEATURES)
 
 
 def test_the_shipped_model_computes_todays_features() -> None:
@@ -104,6 +110,21 @@ def test_the_search_ranks_every_page_of_its_best_document_by_the_model(report, t
     assert "dividends" in top.snippet.lower()
     many = report.search("r", SearchRequest(query=query, top_k=5)).evidence
     assert [e.score for e in many] == sorted((e.score for e in many), reverse=True) and many[0].page == 4
+
+
+def test_a_model_of_the_reference_features_ranks_the_page_the_question_names_by_number(report, tmp_path) -> None:
+    retriever = report.retriever
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
+        ranker=str(toy_model(tmp_path / "base")), rank_depth=5, rank_documents=2)})
+    report.search("r", SearchRequest(query="What does page 2 say about dividends paid?"))  # traits kept, no labels
+    path = toy_model(tmp_path, ALL_FEATURES.index("ref_page"), ALL_FEATURES)
+    assert load_ranker(path).features == ALL_FEATURES
+    retriever.config = retriever.config.model_copy(update={"ranking": RankingConfig(
+        ranker=str(path), rank_depth=5, rank_documents=2)})
+    got = report.search("r", SearchRequest(query="What does page 2 of the report say about dividends paid?",
+                                           top_k=1, explain=True)).evidence
+    assert [(Path(e.filename).name, e.page) for e in got] == [("report.pdf", 2)]
+    assert got[0].scores["ranker.ref_page"] > 0 and "ranker.ref_caption" in got[0].scores
 
 
 def test_a_configured_model_that_is_missing_stops_the_start_and_a_broken_one_is_unavailable(report, tmp_path):
