@@ -18,6 +18,7 @@ import time
 from kombu import Message
 
 from indexer.app import make_celery, write_queue
+from indexer.fair import FairQueues
 from indexer.tasks import send
 from mmrag.config import Settings
 from mmrag.jobs.model import JobStatus, Stage, Work
@@ -31,6 +32,7 @@ class CeleryRunner:
     def __init__(self, writer: JobWriter, settings: Settings, consume_writes: bool | None = None) -> None:
         self.writer, self.config = writer, settings.jobs
         self.app = make_celery(settings)
+        self.fair = FairQueues.from_settings(settings.jobs)  # corpora's turns on the cpu and gpu queues
         self.consume_writes = not settings.store.url if consume_writes is None else consume_writes
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -51,7 +53,8 @@ class CeleryRunner:
 
     def submit(self, corpus: str, uploads: list[Upload]) -> str:
         job_id, work = self.writer.submit(corpus, uploads)
-        send(self.app, work)
+        self.fair.register_job(job_id, corpus)
+        send(self.app, self.fair, work)
         return job_id
 
     def cancel(self, job_id: str) -> JobStatus:
@@ -60,7 +63,9 @@ class CeleryRunner:
     def _resend(self, job_id: str, why: str) -> None:
         work = self.writer.pending_work(job_id, touch=True)
         log.warning("job %s (%s): re-sending %d pending work items", job_id, why, len(work))
-        send(self.app, work)
+        if work:
+            self.fair.register_job(job_id, self.writer.jobs.status(job_id).corpus)
+        send(self.app, self.fair, work)
 
     def _watch(self) -> None:
         """Re-send the pending work of jobs that stalled (their messages were lost)."""
@@ -75,7 +80,7 @@ class CeleryRunner:
         try:
             args = body[0] if isinstance(body, list | tuple) else []
             work = self.writer.handle(Work.from_args(stage, *args))
-            send(self.app, work)
+            send(self.app, self.fair, work)
         except Exception:  # a bad message must not block the queue; the stall watchdog redoes the batch
             log.exception("write-queue message %s failed", message.headers.get("id"))
         message.ack()
