@@ -22,6 +22,8 @@ from indexer.fair import FairQueues
 from indexer.tasks import send
 from mmrag.config import Settings
 from mmrag.jobs.model import JobStatus, Stage, Work
+from mmrag.jobs.retry_later import RetryLater, unrecorded_failure
+from mmrag.jobs.runner import owner_failed
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.writer import JobWriter, Upload
 
@@ -35,6 +37,7 @@ class CeleryRunner:
         self.fair = FairQueues.from_settings(settings.jobs)  # corpora's turns on the cpu and gpu queues
         self.consume_writes = not settings.store.url if consume_writes is None else consume_writes
         self._stop = threading.Event()
+        self.later = RetryLater(self._apply, self.config.retry_backoff_s)  # failures a full disk kept unrecorded
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -48,6 +51,7 @@ class CeleryRunner:
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
+        self.later.stop()
         for t in self._threads:
             t.join(timeout)
 
@@ -79,11 +83,27 @@ class CeleryRunner:
         stage: Stage = str(message.headers.get("task", "")).removeprefix("mmrag.")  # type: ignore[assignment]
         try:
             args = body[0] if isinstance(body, list | tuple) else []
-            work = self.writer.handle(Work.from_args(stage, *args))
-            send(self.app, self.fair, work)
-        except Exception:  # a bad message must not block the queue; the stall watchdog redoes the batch
-            log.exception("write-queue message %s failed", message.headers.get("id"))
+            work = Work.from_args(stage, *args)
+        except Exception:  # a bad message must not block the queue
+            log.exception("write-queue message %s is not work", message.headers.get("id"))
+        else:
+            self._apply([work])
         message.ack()
+
+    def _apply(self, work: list[Work]) -> None:
+        """Owner work applied and what follows sent; a fault fails its file with the reason (so the job ends),
+        and a failure the full disk kept from being recorded is applied again later."""
+        for w in work:
+            try:
+                send(self.app, self.fair, self.writer.handle(w))
+            except Exception as exc:
+                log.exception("owner work %s failed", w)
+                try:
+                    send(self.app, self.fair, owner_failed(w, exc))
+                except Exception:  # the broker is down: the stall watchdog redoes the batch
+                    log.exception("could not send the failure of %s", w)
+                if unrecorded_failure(w, exc):
+                    self.later(w)
 
     def _consume(self) -> None:
         while not self._stop.is_set():
