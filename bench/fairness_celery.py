@@ -13,6 +13,10 @@ task at a time each) and one ``mmrag worker gpu`` (MiniLM), corpora ``bomb`` and
   drawing each) uploaded to ``bomb`` in one job, then, ``--gap`` seconds later, the same upload to ``small``,
   timed the same way; then the bomb job is cancelled and the next arm waits until no ``cpu`` turn is held.
 
+Each arm ends with ``--settle`` seconds of quiet: a cancelled bomb's parse worker is killed and its
+replacement starts meanwhile (at a load of 15 an upload landing on it waited ~5 s more: a first run without
+the settling time had ``alone`` after ``beside`` at 4-6 s, before it at 0.6 s).
+
 As in ``bench.fairness`` the up-front drawing check is off so each bomb holds its worker for its whole
 clock (``--budget`` seconds). With the default 3 bombs, 2 cpu workers and a share of 1, first come, first
 served would give both workers to bombs and the small upload would wait a budget; with turns one worker
@@ -66,6 +70,8 @@ def main() -> None:
     ap.add_argument("--bombs", type=int, default=3, help="bombs in the bomb corpus's job")
     ap.add_argument("--cpu-workers", type=int, default=2, help="`mmrag worker cpu` processes")
     ap.add_argument("--share", type=int, default=1, help="MMRAG_JOBS__CORPUS_SHARE (0: no bound)")
+    ap.add_argument("--settle", type=float, default=10.0,
+                    help="seconds after each arm (a killed bomb's parse worker is replaced meanwhile)")
     args = ap.parse_args()
 
     from tests.jobs.hostile_pdfs import nested_xobjects
@@ -133,11 +139,13 @@ def run_arms(url: str, fair: FairQueues, bomb: bytes, args: argparse.Namespace) 
         http.post(f"/jobs/{job}/cancel")
         idle()
         print(f"  beside: {seconds:.2f}s (bombs still parsing: {still}) load {_load():.1f}", flush=True)
+        time.sleep(args.settle)
         return seconds
 
     def alone(_: int) -> float:
         seconds = small_upload()
         print(f"  alone: {seconds:.2f}s load {_load():.1f}", flush=True)
+        time.sleep(args.settle)
         return seconds
 
     small_upload()  # the workers have started (the upload waits for them) and are warm
