@@ -91,19 +91,20 @@ class CeleryRunner:
         message.ack()
 
     def _apply(self, work: list[Work]) -> None:
-        """Owner work applied and what follows sent; a fault fails its file with the reason (so the job ends),
-        and a failure the full disk kept from being recorded is applied again later."""
+        """Owner work applied and what follows sent; a fault of the writer fails its file with the reason (so the
+        job ends), and a failure the full disk kept from being recorded is applied again later."""
         for w in work:
             try:
-                send(self.app, self.fair, self.writer.handle(w))
+                after = self.writer.handle(w)
             except Exception as exc:
                 log.exception("owner work %s failed", w)
-                try:
-                    send(self.app, self.fair, owner_failed(w, exc))
-                except Exception:  # the broker is down: the stall watchdog redoes the batch
-                    log.exception("could not send the failure of %s", w)
+                after = owner_failed(w, exc)
                 if unrecorded_failure(w, exc):
                     self.later(w)
+            try:
+                send(self.app, self.fair, after)
+            except Exception:  # the broker is down: the stall watchdog re-sends the job's pending work
+                log.exception("could not send the work that follows %s", w)
 
     def _consume(self) -> None:
         while not self._stop.is_set():
