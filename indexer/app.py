@@ -13,6 +13,9 @@ from kombu import Exchange, Queue
 from mmrag.config import Settings
 
 QUEUES = ("cpu", "gpu", "write")
+TURN = "mmrag.turn"
+"""The task of the ``cpu`` and ``gpu`` queues: a turn, which runs its queue's next work in corpus order
+(:mod:`indexer.fair`)."""
 
 
 def task_name(stage: str) -> str:

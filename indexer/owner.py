@@ -18,9 +18,12 @@ import time
 from kombu import Message
 
 from indexer.app import make_celery, write_queue
+from indexer.fair import FairQueues
 from indexer.tasks import send
 from mmrag.config import Settings
 from mmrag.jobs.model import JobStatus, Stage, Work
+from mmrag.jobs.retry_later import RetryLater, unrecorded_failure
+from mmrag.jobs.runner import owner_failed
 from mmrag.jobs.stages import StageContext
 from mmrag.jobs.writer import JobWriter, Upload
 
@@ -31,8 +34,10 @@ class CeleryRunner:
     def __init__(self, writer: JobWriter, settings: Settings, consume_writes: bool | None = None) -> None:
         self.writer, self.config = writer, settings.jobs
         self.app = make_celery(settings)
+        self.fair = FairQueues.from_settings(settings.jobs)  # corpora's turns on the cpu and gpu queues
         self.consume_writes = not settings.store.url if consume_writes is None else consume_writes
         self._stop = threading.Event()
+        self.later = RetryLater(self._apply, self.config.retry_backoff_s)  # failures a full disk kept unrecorded
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -46,12 +51,14 @@ class CeleryRunner:
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
+        self.later.stop()
         for t in self._threads:
             t.join(timeout)
 
     def submit(self, corpus: str, uploads: list[Upload]) -> str:
         job_id, work = self.writer.submit(corpus, uploads)
-        send(self.app, work)
+        self.fair.register_job(job_id, corpus)
+        send(self.app, self.fair, work)
         return job_id
 
     def cancel(self, job_id: str) -> JobStatus:
@@ -60,7 +67,9 @@ class CeleryRunner:
     def _resend(self, job_id: str, why: str) -> None:
         work = self.writer.pending_work(job_id, touch=True)
         log.warning("job %s (%s): re-sending %d pending work items", job_id, why, len(work))
-        send(self.app, work)
+        if work:
+            self.fair.register_job(job_id, self.writer.jobs.status(job_id).corpus)
+        send(self.app, self.fair, work)
 
     def _watch(self) -> None:
         """Re-send the pending work of jobs that stalled (their messages were lost)."""
@@ -74,11 +83,28 @@ class CeleryRunner:
         stage: Stage = str(message.headers.get("task", "")).removeprefix("mmrag.")  # type: ignore[assignment]
         try:
             args = body[0] if isinstance(body, list | tuple) else []
-            work = self.writer.handle(Work.from_args(stage, *args))
-            send(self.app, work)
-        except Exception:  # a bad message must not block the queue; the stall watchdog redoes the batch
-            log.exception("write-queue message %s failed", message.headers.get("id"))
+            work = Work.from_args(stage, *args)
+        except Exception:  # a bad message must not block the queue
+            log.exception("write-queue message %s is not work", message.headers.get("id"))
+        else:
+            self._apply([work])
         message.ack()
+
+    def _apply(self, work: list[Work]) -> None:
+        """Owner work applied and what follows sent; a fault of the writer fails its file with the reason (so the
+        job ends), and a failure the full disk kept from being recorded is applied again later."""
+        for w in work:
+            try:
+                after = self.writer.handle(w)
+            except Exception as exc:
+                log.exception("owner work %s failed", w)
+                after = owner_failed(w, exc)
+                if unrecorded_failure(w, exc):
+                    self.later(w)
+            try:
+                send(self.app, self.fair, after)
+            except Exception:  # the broker is down: the stall watchdog re-sends the job's pending work
+                log.exception("could not send the work that follows %s", w)
 
     def _consume(self) -> None:
         while not self._stop.is_set():

@@ -12,6 +12,7 @@ from __future__ import annotations
 from celery import Celery
 
 from indexer.app import make_celery
+from indexer.fair import FairQueues
 from indexer.tasks import register_worker_tasks, register_writer_tasks
 from mmrag.config import Settings
 from mmrag.embed.threads import set_torch_threads
@@ -24,16 +25,17 @@ def build_worker(settings: Settings, role: str) -> Celery:
     """The Celery app of one role. A role with the write queue owns the store: it builds the pipeline
     (once; its stages embed with the pipeline's spaces); the others build only a stage context."""
     app = make_celery(settings)
+    fair = FairQueues.from_settings(settings.jobs)
     queues = ROLES[role]
     if "gpu" in queues and settings.jobs.embed_threads:
         set_torch_threads(settings.jobs.embed_threads)  # before any forward pass
     if "write" in queues:
         pipeline = build_pipeline(settings, run_jobs=False)  # the Celery workers run the stages, not threads
-        register_writer_tasks(app, pipeline.job_writer.handle)
+        register_writer_tasks(app, pipeline.job_writer.handle, fair)
         ctx = pipeline.stage_context()
     else:
         ctx = build_worker_context(settings, embeds="gpu" in queues)
-    register_worker_tasks(app, ctx, settings.jobs)
+    register_worker_tasks(app, ctx, settings.jobs, fair)
     return app
 
 

@@ -232,13 +232,17 @@ class JobsConfig(BaseModel):
     may hold at once; the runner starts one more, so another corpus's files never wait behind them."""
     embed_workers: int = Field(1, ge=1, le=16)
     """Embedded runner: threads that embed (each calls the embedder or the embedding service)."""
+    corpus_share: int = Field(0, ge=0, le=10_000)
+    """Celery: plans and parses one corpus may run at once over all ``cpu`` workers (0: no bound). Below the
+    number of ``cpu`` worker processes, the others are always free for the other corpora's turns (the
+    embedded runner's ``cpu_workers`` + 1 threads do the same)."""
     parse_ahead: int = Field(2, ge=0, le=1000)
     """Page batches of a file parsed ahead of the one being embedded: parse of batch n+1 overlaps the
     embedding of batch n, and the spool holds at most this many parsed batches waiting (both runners)."""
     plan_ahead: int = Field(4, ge=1, le=10_000)
     """Files of one job whose plan is queued at once; each file's plan, when it ends, queues the next. So a
-    job of many files does not fill the ``cpu`` queue (Celery's is first come, first served) ahead of other
-    jobs' files (both runners)."""
+    job of many files does not fill the ``cpu`` queue ahead of its own corpus's other jobs' files (both
+    runners)."""
     parse_nice: int = Field(0, ge=0, le=19)
     """The niceness the parse worker processes (and the OCR processes they start) and the embedded runner's
     parse threads run at; >0 lets

@@ -30,6 +30,7 @@ from mmrag.embed.threads import set_torch_threads
 from mmrag.errors import Unavailable
 from mmrag.jobs.fair_queue import FairQueue
 from mmrag.jobs.model import Failed, JobStatus, Work
+from mmrag.jobs.retry_later import RetryLater, unrecorded_failure
 from mmrag.jobs.stages import TRANSIENT, StageContext, failed, give_up, retry_delay, run_stage
 from mmrag.jobs.writer import JobWriter, Upload
 
@@ -57,6 +58,7 @@ class LocalRunner:
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._corpus_of: dict[str, str] = {}  # job id -> its corpus (the queues' turns)
+        self.later = RetryLater(self.send, config.retry_backoff_s)  # failures a full disk kept from being recorded
 
     def start(self) -> None:
         if self.config.embed_threads and self.ctx.spaces is not None:
@@ -75,6 +77,7 @@ class LocalRunner:
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stopping.set()
+        self.later.stop()
         self.ctx.parser.close()  # parses in progress stop now (their work resumes at the next start)
         for name, q in self.queues.items():
             for _ in range(sum(t.name.startswith(f"mmrag-jobs-{name}-") for t in self._threads)):
@@ -122,6 +125,8 @@ class LocalRunner:
             except Exception as exc:  # a fault in the owner path (the stages catch their own)
                 log.exception("job work %s failed", taken.work)
                 self.send(owner_failed(taken.work, exc))
+                if unrecorded_failure(taken.work, exc):
+                    self.later(taken.work)
             finally:
                 q.done(taken)
 
@@ -142,8 +147,9 @@ class LocalRunner:
 
 def owner_failed(work: Work, exc: Exception) -> list[Work]:
     """What follows work whose owner step raised: its file fails with the reason, so the job ends (work
-    dropped here would leave the job running until a restart redid it). Failing the file is not retried
-    when that is what raised (logged; the job's next restart resumes it)."""
+    dropped here would leave the job running until a restart redid it). When failing the file is what raised,
+    nothing follows: a full disk sends it again later (:class:`~mmrag.jobs.retry_later.RetryLater`), another
+    fault is logged and the job's next restart resumes it."""
     if work.stage == "commit" and isinstance(work.info, Failed):
         return []
     if disk_full(exc):

@@ -103,3 +103,34 @@ def test_a_full_disk_is_a_507_naming_the_cause_and_the_service_recovers(small_di
             assert not list((small_disk / "data").rglob("*.tmp")), "a partial file was left behind"
     finally:
         pipeline.close()
+
+
+def test_a_failure_the_full_disk_kept_from_being_recorded_ends_the_job_once_there_is_room(small_disk, minilm):
+    """A file fails (an encrypted PDF) while the disk is full, and recording that failure fails too (the
+    store's flush of the dropped points): the job is not left running: its failure is recorded again later
+    and, once space returns, the job ends, failed with the file's reason."""
+    from mmrag.config import CorpusConfig
+    from mmrag.jobs.runner import LocalRunner
+    from mmrag.jobs.writer import Upload
+    from tests.jobs.helpers import encrypted_pdf, wait_until
+
+    settings = make_settings(small_disk / "data")
+    settings.jobs.retry_backoff_s = 0.2
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    try:
+        pipeline.corpora.create_corpus("c", CorpusConfig(spaces=["bm25", "text"]))
+        runner = pipeline.runner
+        assert isinstance(runner, LocalRunner)
+        job_id, work = pipeline.job_writer.submit("c", [Upload("locked.pdf", encrypted_pdf(), {})])
+        filler = fill(small_disk)  # no room: the plan's failure, then recording it, meet the full disk
+        runner.send(work)
+        assert wait_until(lambda: runner.later.waiting() > 0, timeout=120)
+        assert not pipeline.jobs.status(job_id).finished
+        filler.unlink()
+        job = wait_until(lambda: (j := pipeline.jobs.status(job_id)).finished and j, timeout=120)
+        assert job.state.value == "failed", job.summary()
+        error = job.files[0]
+        assert error.error in ("corrupt_document", "no_space") and error.message, job.summary()
+        assert not points_per_page(pipeline.store, "c")
+    finally:
+        pipeline.close()
