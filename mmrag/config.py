@@ -22,6 +22,8 @@ from mmrag.retrieve_config import RetrieveConfig
 from mmrag.vlm_config import VLMConfig
 
 MiB = 1024 * 1024
+HNSW_EF = 400  # StoreConfig.hnsw_ef's default: measured at 50,000 pages (docs/retrieval.md, "HNSW and recall")
+MAX_HNSW_EF = 10_000
 ENV_FILE = ".env"  # settings also read from this file in the working folder (the environment wins)
 
 
@@ -37,6 +39,12 @@ class StoreConfig(BaseModel):
     ``local`` (qdrant-client's pure-numpy local mode; slow, for tests of the client path)."""
     timeout_s: float = Field(30.0, gt=0)
     """Timeout for calls to a Qdrant server."""
+    hnsw_ef: int | None = Field(HNSW_EF, ge=1, le=MAX_HNSW_EF)
+    """Candidates an approximate (HNSW) search of a dense or multi-vector space keeps while it walks the graph
+    (Qdrant's ``hnsw_ef``; a stage asking for more results uses its limit). Higher finds more of the exhaustive
+    answer and costs more per search; None leaves it to the engine (the index's ``ef_construct``, 100), which
+    kept 0.815 of the text space's exhaustive top 10 at 50,000 pages (docs/retrieval.md, "HNSW and recall").
+    Segments below the engine's indexing threshold (about 10 MB of vectors) are searched exactly anyway."""
 
 
 class IngestConfig(BaseModel):

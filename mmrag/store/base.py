@@ -97,6 +97,14 @@ class ScoreFormula:
     boosts: tuple[tuple[float, FilterSpec], ...] = ()  # (added to the prior, condition)
 
 
+@dataclass(frozen=True, slots=True)
+class IndexSearch:
+    """How a store's approximate searches of dense and multi-vector spaces run (``StoreConfig``'s, applied by
+    the one translator to every stage that scores with a vector; docs/retrieval.md, "HNSW and recall")."""
+
+    hnsw_ef: int | None = None  # candidates HNSW keeps on its walk (at least the stage's limit); None: the engine's
+
+
 @dataclass(slots=True)
 class QueryNode:
     limit: int

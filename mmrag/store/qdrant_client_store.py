@@ -18,6 +18,7 @@ from mmrag.store.base import (
     CollectionSpec,
     FilterSpec,
     Hit,
+    IndexSearch,
     PointRecord,
     QueryNode,
     VectorStore,
@@ -34,7 +35,8 @@ def _vectors(named: dict[str, VectorValue]) -> dict[str, Any]:
 
 class QdrantClientStore(VectorStore):
     def __init__(self, *, url: str | None = None, path: str | None = None, api_key: str | None = None,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, index: IndexSearch = IndexSearch()) -> None:
+        self.index = index
         try:
             if url:
                 self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
@@ -109,10 +111,10 @@ class QdrantClientStore(VectorStore):
               payload: list[str] | None = None) -> list[Hit]:
         with self._lock:
             response = self.client.query_points(
-                self._require(name), prefetch=rq.prefetches(node), query=rq.query(node), using=node.using,
+                self._require(name), prefetch=rq.prefetches(node, self.index), query=rq.query(node), using=node.using,
                 query_filter=rq.to_filter(node.filter), limit=node.limit,
                 with_payload=rq.with_payload(payload),
-                with_vectors=with_vectors or False, search_params=rq.search_params(node),
+                with_vectors=with_vectors or False, search_params=rq.search_params(node, self.index),
             )
         return in_score_order([rq.to_hit(p) for p in response.points])
 

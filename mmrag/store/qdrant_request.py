@@ -16,6 +16,7 @@ from qdrant_client import models
 from mmrag.store.base import (
     FilterSpec,
     Hit,
+    IndexSearch,
     QueryNode,
     ScoreFormula,
     SpaceSpec,
@@ -94,19 +95,22 @@ def query(node: QueryNode) -> Any:
     return None
 
 
-def search_params(node: QueryNode) -> models.SearchParams:
-    return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore),
+def search_params(node: QueryNode, index: IndexSearch) -> models.SearchParams:
+    """The stage's search parameters: ``index.hnsw_ef`` on a stage that scores with a dense or multi-vector
+    (HNSW; a sparse vector has its own inverted index), a full scan for ``node.exact``."""
+    ef = index.hnsw_ef if isinstance(node.vector, np.ndarray) and not node.exact else None
+    return models.SearchParams(hnsw_ef=ef, quantization=models.QuantizationSearchParams(rescore=node.rescore),
                                exact=True if node.exact else None)
 
 
-def prefetches(node: QueryNode) -> list[models.Prefetch] | None:
+def prefetches(node: QueryNode, index: IndexSearch) -> list[models.Prefetch] | None:
     """The node's children as Qdrant prefetches (None when it has none)."""
-    return [prefetch(p) for p in node.prefetch] or None
+    return [prefetch(p, index) for p in node.prefetch] or None
 
 
-def prefetch(node: QueryNode) -> models.Prefetch:
-    return models.Prefetch(prefetch=prefetches(node), query=query(node), using=node.using,
-                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node))
+def prefetch(node: QueryNode, index: IndexSearch) -> models.Prefetch:
+    return models.Prefetch(prefetch=prefetches(node, index), query=query(node), using=node.using,
+                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node, index))
 
 
 def with_payload(fields: list[str] | None) -> bool | list[str]:
