@@ -49,6 +49,7 @@ from bench._scale_measure import (
     forced_reweight,
     latencies,
     recall_at,
+    recall_by_ef,
     rss_gb,
     startup,
     upload_and_delete,
@@ -84,6 +85,8 @@ class SizeRow:
     disk_parts: dict[str, int] = field(default_factory=dict)
     rss_bench_gb: float = 0.0
     load: float = 0.0
+    recall10_by_ef: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)  # plan -> ef ->
+    # (mean, least, median ms in the store) of the first stage's recall against the exhaustive top 10
 
     def table(self) -> dict[str, float]:
         """The row as printed: p50/p99 per arm (ms), recall, seconds, bytes per page, GB."""
@@ -143,6 +146,13 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     print(f"  recall@10 vs exhaustive: default plan mean {np.mean(recall):.4f} min {np.min(recall):.2f} (as page "
           f"contents {np.mean(content):.4f} min {np.min(content):.2f}); text alone mean {np.mean(recall_text):.4f} "
           f"min {np.min(recall_text):.2f}", flush=True)
+    efs = [None if e == "engine" else int(e) for e in args.recall_ef.split(",") if e]
+    by_ef = {plan: recall_by_ef(searchers, corpus, queries[:args.recall_queries], efs, spaces=spaces)
+             for plan, spaces in (("text", ["text"]), ("default", None))} if efs else {}
+    for plan, rows in by_ef.items():
+        print(f"  recall@10 vs exhaustive by hnsw_ef ({plan}; the store's setting {pipeline.store.index.hnsw_ef}): "
+              + " | ".join(f"{ef}: {m:.4f} (min {lo:.2f}, {ms:.1f} ms)" for ef, (m, lo, ms) in rows.items()),
+              flush=True)
     up, dele = upload_and_delete(pipeline, corpus, args.upload, args.uploads)
     print(f"  upload to searchable {[round(x, 2) for x in up]} s; delete {[round(x, 3) for x in dele]} s", flush=True)
     reweight = forced_reweight(pipeline, corpus)
@@ -154,7 +164,7 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     parts = disk_by_vector(data_dir / "qdrant-edge" / corpus)
     start = startup(data_dir, corpus, queries)
     row = SizeRow(pages, len(docs), ms, recall, recall_text, content, up, dele, reweight, disk, grown, start,
-                  vectors, parts, bench_rss, os.getloadavg()[0])
+                  vectors, parts, bench_rss, os.getloadavg()[0], by_ef)
     print(f"  reweight {reweight:.2f} s; disk {disk / pages:,.0f} B/page; start-up {start}", flush=True)
     print("  vectors per page (B): " + ", ".join(f"{k} {v:,.0f}" for k, v in vectors.items())
           + " | shard on disk by part (B/page): "
@@ -254,6 +264,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--suite", default="eval/suites/sec-10q", help="whose questions are the queries")
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--recall-queries", type=int, default=20)
+    ap.add_argument("--recall-ef", default="engine,100,200,400,800",
+                    help="hnsw_ef values whose recall and store time are also measured ('engine': the engine's own)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--uploads", type=int, default=3)
     ap.add_argument("--upload", type=Path, default=UPLOAD, help="the PDF uploaded at each size")

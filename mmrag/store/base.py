@@ -144,6 +144,8 @@ class VectorStore(abc.ABC):
     """Lifecycle: open once per process (embedded engines lock their folder), ``close`` at exit.
     Collections are named by corpus; all methods are thread-safe."""
 
+    index: IndexSearch = IndexSearch()  # how its approximate searches run (the store's config)
+
     @abc.abstractmethod
     def create_collection(self, name: str, spec: CollectionSpec) -> None: ...
 
