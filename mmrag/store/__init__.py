@@ -21,7 +21,7 @@ from mmrag.store.base import (
 def open_store(config: StoreConfig, data_dir: Path) -> VectorStore:
     """A server when ``config.url`` is set, else the embedded engine under ``data_dir``; either searches with
     ``config``'s HNSW parameters."""
-    index = IndexSearch(hnsw_ef=config.hnsw_ef)
+    index = IndexSearch(hnsw_ef=config.hnsw_ef, full_scan_points=config.full_scan_points)
     if config.url:
         from mmrag.store.qdrant_client_store import QdrantClientStore
 

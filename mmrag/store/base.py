@@ -103,6 +103,11 @@ class IndexSearch:
     the one translator to every stage that scores with a vector; docs/retrieval.md, "HNSW and recall")."""
 
     hnsw_ef: int | None = None  # candidates HNSW keeps on its walk (at least the stage's limit); None: the engine's
+    full_scan_points: int = 0  # a collection of at most this many points: every vector stage scans every point
+
+    def exact(self, points: int) -> bool:
+        """Whether a collection of ``points`` points is searched by a full scan (the exhaustive answer)."""
+        return 0 < points <= self.full_scan_points
 
 
 @dataclass(slots=True)

@@ -130,14 +130,16 @@ class EdgeStore(VectorStore):
 
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
               payload: list[str] | None = None) -> list[Hit]:
+        shard = self._shard(name)
+        points = int(shard.count(qe.CountRequest(filter=None, exact=False)))  # microseconds: the segments' sizes
         request = qe.QueryRequest(
             limit=node.limit, query=er.query(rq.query(node), node.using),
-            prefetches=er.prefetches(rq.prefetches(node, self.index)),
+            prefetches=er.prefetches(rq.prefetches(node, self.index, points)),
             filter=_filter(node.filter), with_payload=rq.with_payload(payload),
             with_vector=with_vectors or False,
-            params=er.search_params(rq.search_params(node, self.index)),
+            params=er.search_params(rq.search_params(node, self.index, points)),
         )
-        return in_score_order([rq.to_hit(p) for p in self._shard(name).query(request)])
+        return in_score_order([rq.to_hit(p) for p in shard.query(request)])
 
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
         return int(self._shard(name).count(qe.CountRequest(filter=_filter(flt), exact=True)))

@@ -241,9 +241,9 @@ def test_an_exact_plan_scans_every_point_on_both_engines(stores, data):
                                          vector=_unit(np.random.default_rng(5).standard_normal(DIM)).astype(np.float32))])
     node.vector = node.prefetch[0].vector
     engines = IndexSearch()
-    assert rq.search_params(node, engines).exact is True and rq.prefetches(node, engines)[0].params.exact is True
-    assert er.search_params(rq.search_params(node, engines)).exact is True
-    assert er.search_params(rq.search_params(QueryNode(limit=5), engines)).exact is False
+    assert rq.search_params(node, engines, N).exact is True and rq.prefetches(node, engines, N)[0].params.exact is True
+    assert er.search_params(rq.search_params(node, engines, N)).exact is True
+    assert er.search_params(rq.search_params(QueryNode(limit=5), engines, N)).exact is False
     oracle = sorted(data, key=lambda p: -float(p.vectors["dense"] @ node.vector))[:5]
     for store in stores.values():
         assert _ids(store.query("c", node)) == [p.id for p in oracle]

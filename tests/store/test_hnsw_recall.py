@@ -1,7 +1,7 @@
-"""``StoreConfig.hnsw_ef`` on a real HNSW index: a multi-vector space (MaxSim) large enough that the embedded
-engine indexes it (its segments past the indexing threshold, about 10 MB of vectors) and shaped as bench/scale.py's
-corpus is (every page in near-duplicate copies), searched with the setting and checked against the exhaustive
-answer (``QueryNode.exact``); the setting travels the one translator to both engines' request models."""
+"""``StoreConfig.hnsw_ef`` and ``full_scan_points`` on a real HNSW index: a multi-vector space (MaxSim) large
+enough that the embedded engine indexes it (its segments past the indexing threshold, about 10 MB of vectors) and
+shaped as bench/scale.py's corpus is (every page in near-duplicate copies), searched with the settings and checked
+against the exhaustive answer (``QueryNode.exact``); both travel the one translator to both engines' requests."""
 
 from __future__ import annotations
 
@@ -60,12 +60,12 @@ def _recall(store: EdgeStore, queries: list[np.ndarray]) -> float:
     return float(np.mean(found))
 
 
-def test_the_default_hnsw_ef_finds_the_exhaustive_top_10_on_an_indexed_multivector_space(corpus):
+def test_the_default_hnsw_ef_finds_the_exhaustive_top_10_where_hnsw_applies(corpus):
     root, queries = corpus
-    store = open_store(StoreConfig(), root)  # the default setting, as the server opens its store
+    store = open_store(StoreConfig(full_scan_points=0), root)  # the default hnsw_ef; HNSW at every size
     assert isinstance(store, EdgeStore)
     try:
-        assert store._shard("c").info().indexed_vectors_count == PAGES * COPIES  # HNSW applies: not a full scan
+        assert store._shard("c").info().indexed_vectors_count == PAGES * COPIES  # a graph, not a full scan
         assert _recall(store, queries) >= 0.99
     finally:
         store.close()
@@ -74,36 +74,50 @@ def test_the_default_hnsw_ef_finds_the_exhaustive_top_10_on_an_indexed_multivect
 def test_the_setting_reaches_the_engine_a_narrow_walk_loses_the_exhaustive_answer(corpus):
     """The same index searched with ``hnsw_ef=10``: the walk keeps too few candidates among the copies."""
     root, queries = corpus
-    store = open_store(StoreConfig(hnsw_ef=10), root)
+    store = open_store(StoreConfig(full_scan_points=0, hnsw_ef=10), root)
     try:
         assert _recall(store, queries) < 0.8
     finally:
         store.close()
 
 
-def test_hnsw_ef_goes_to_every_vector_stage_of_both_engines_requests_and_never_to_a_sparse_or_exact_one():
+def test_a_collection_within_full_scan_points_is_scanned_whatever_the_graph(corpus):
+    root, queries = corpus
+    store = open_store(StoreConfig(hnsw_ef=10), root)  # the default full_scan_points: far more than 2,400
+    try:
+        assert store.index.exact(PAGES * COPIES) and _recall(store, queries) == 1.0
+    finally:
+        store.close()
+
+
+def test_hnsw_ef_and_the_full_scan_go_to_vector_stages_of_both_engines_requests_never_to_a_sparse_one():
     vector = np.ones((1, DIM), np.float32)
     node = QueryNode(limit=10, fusion="dbsf", prefetch=[
         QueryNode(limit=100, using="text", vector=vector),
         QueryNode(limit=100, using="text", vector=vector, exact=True),
         QueryNode(limit=100, using="bm25", vector=SparseVec([1, 2], [1.0, 1.0])),
     ])
-    index = IndexSearch(hnsw_ef=321)
-    text, exact, sparse = rq.prefetches(node, index) or []
+    index = IndexSearch(hnsw_ef=321, full_scan_points=1000)
+    text, exact, sparse = rq.prefetches(node, index, 1001) or []  # past full_scan_points: HNSW
     assert (text.params.hnsw_ef, exact.params.hnsw_ef, sparse.params.hnsw_ef) == (321, None, None)
-    assert exact.params.exact is True
-    assert rq.search_params(node, index).hnsw_ef is None  # a fusion scores no vector
-    edge = er.prefetches(rq.prefetches(node, index)) or []
+    assert (text.params.exact, exact.params.exact, sparse.params.exact) == (None, True, None)
+    assert rq.search_params(node, index, 1001).hnsw_ef is None  # a fusion scores no vector
+    edge = er.prefetches(rq.prefetches(node, index, 1001)) or []
     assert edge[0].params.hnsw_ef == 321 and edge[2].params.hnsw_ef is None
-    assert rq.search_params(node.prefetch[0], IndexSearch()).hnsw_ef is None  # None: the engine's own
-    client = QdrantClientStore(path=":memory:", index=index)  # the server's code path takes the parameter too
+    text, exact, sparse = rq.prefetches(node, index, 1000) or []  # within it: the vector stages scan
+    assert (text.params.exact, exact.params.exact, sparse.params.exact) == (True, True, None)
+    assert text.params.hnsw_ef is None
+    assert rq.search_params(node.prefetch[0], IndexSearch(), 5).hnsw_ef is None  # None: the engine's own
+    assert not IndexSearch().exact(5)  # 0 points to scan: never
+    client = QdrantClientStore(path=":memory:", index=index)  # the server's code path takes both parameters
     client.create_collection("c", SPEC)
     client.upsert("c", [PointRecord(id=str(uuid.UUID(int=1)), vectors={"text": vector}, payload={})])
     assert [h.id for h in client.query("c", QueryNode(limit=1, using="text", vector=vector))] == [str(uuid.UUID(int=1))]
+    assert client._points("c") == 1
     client.close()
 
 
-@pytest.mark.parametrize("value", [0, -5, 10_001])
-def test_an_hnsw_ef_out_of_bounds_is_refused_at_start_up(value):
-    with pytest.raises(ValueError, match="hnsw_ef"):
-        StoreConfig(hnsw_ef=value)
+@pytest.mark.parametrize(("field", "value"), [("hnsw_ef", 0), ("hnsw_ef", 10_001), ("full_scan_points", -1)])
+def test_a_setting_out_of_bounds_is_refused_at_start_up(field, value):
+    with pytest.raises(ValueError, match=field):
+        StoreConfig(**{field: value})
