@@ -8,14 +8,16 @@ bench/_scale_corpus.py). At each size, with the same queries (the suite's questi
 * search latency of four arms (bench/_scale_measure.py ``ARMS``: the default hybrid search with and without
   the learned ranker, the text space alone, one document's filter) through the product's retriever,
   in-process, after the server's warm-up; every query once per arm per round, ABBA-alternated;
-* recall@10 of the approximate first stage against the exhaustive one (``QueryNode.exact``: a full scan);
+* recall@10 of the approximate first stage against the exhaustive one (``QueryNode.exact``: a full scan), as
+  the store's settings search (``store.full_scan_points``, ``store.hnsw_ef``), and with HNSW forced at each
+  ``--recall-ef`` value (recall and the store's milliseconds: what the graph would keep at this size);
 * a real one-file upload (``--upload``, a PDF through the ingestion job) to the search that finds it, and
   its delete; a forced BM25 re-weight of every page;
 * bytes on disk per page (the whole data folder; the shard by vector), each vector's bytes per page;
 * start-up to ready and resident memory of a fresh process that opens the folder as ``mmrag serve`` does.
 
     python -m bench.scale --sizes 5000,50000 [--base /work/data-h6/base] [--data-dir /work/data-h6/scale]
-        [--out /work/data-h6/out] [--rounds 3] [--queries 40]
+        [--out /work/data-h6/out] [--rounds 3] [--queries 40] [--recall-ef engine,100,200,400,800]
 
 Prints a table per size, writes it as JSON (and a PNG if matplotlib is installed) to ``--out``, and ends
 with ``RESULT p50_ratio p99_ratio recall10 upload_ratio start_s rss_gb loaded`` (largest size / smallest).
