@@ -131,7 +131,8 @@ class EdgeStore(VectorStore):
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
               payload: list[str] | None = None) -> list[Hit]:
         shard = self._shard(name)
-        points = int(shard.count(qe.CountRequest(filter=None, exact=False)))  # microseconds: the segments' sizes
+        points = int(shard.count(qe.CountRequest(filter=None, exact=False))) \
+            if self.index.full_scan_points else 0  # microseconds: the segments' sizes
         request = qe.QueryRequest(
             limit=node.limit, query=er.query(rq.query(node), node.using),
             prefetches=er.prefetches(rq.prefetches(node, self.index, points)),
