@@ -44,8 +44,9 @@ class StoreConfig(BaseModel):
     """A collection of at most this many points (pages) is searched by a full scan of its dense and multi-vector
     spaces (Qdrant's ``exact``): the exhaustive answer, instead of walking the HNSW graph. Measured at 50,000
     pages (docs/retrieval.md, "HNSW and recall"): the text space's HNSW over MaxSim multi-vectors kept 0.63 of
-    the exhaustive top 10 with the engine's defaults and 0.96 at ``hnsw_ef`` 1600, while the full scan took
-    about as long (33 ms against 26 ms at ef 1600, same load). 0: always HNSW where the engine built one."""
+    the exhaustive top 10 with the engine's defaults and 0.96 at ``hnsw_ef`` 1600; the scan made the default
+    search's p50 86 ms against 60 ms with HNSW at ef 800 (load ~2), a cost that grows with the collection.
+    0: always HNSW where the engine built one."""
     hnsw_ef: int | None = Field(HNSW_EF, ge=1, le=MAX_HNSW_EF)
     """Above ``full_scan_points``: candidates an HNSW search of a dense or multi-vector space keeps while it walks
     the graph (Qdrant's ``hnsw_ef``; a stage asking for more results uses its limit). Higher finds more of the
