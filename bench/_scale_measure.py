@@ -24,7 +24,7 @@ from typing import Any
 from mmrag.jobs import bm25_stats
 from mmrag.pipeline import Pipeline
 from mmrag.retrieve import Retriever
-from mmrag.store.base import Hit, QueryNode
+from mmrag.store.base import Hit, IndexSearch, QueryNode
 from mmrag.types import SearchRequest
 
 ARMS = ("hybrid_ranker", "hybrid", "text", "filter")
@@ -127,6 +127,34 @@ def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10
         points.append(_share({h.id for h in approx}, {h.id for h in full}))
         contents.append(_share({content(h) for h in approx}, {content(h) for h in full}))
     return points, contents
+
+
+def recall_by_ef(searchers: Searchers, corpus: str, queries: list[str], efs: list[int | None], k: int = 10,
+                 spaces: list[str] | None = None) -> dict[str, tuple[float, float, float]]:
+    """Per ``hnsw_ef`` (None: the engine's own): the mean and the least share of the exhaustive top ``k`` the
+    plan's first stage finds (by points), and its median milliseconds in the store (the one Qdrant query); the
+    store's own setting restored after."""
+    r = searchers.pipeline.retriever
+    nodes = []
+    for q in queries:
+        *_, node = r.prepare(corpus, SearchRequest(query=q, top_k=k, spaces=spaces))
+        node.limit = k
+        nodes.append(node)
+    wanted = [{h.id for h in r.store.query(corpus, exact(n), payload=[])} for n in nodes]
+    setting, out = r.store.index, {}
+    try:
+        for ef in efs:
+            r.store.index = IndexSearch(hnsw_ef=ef)
+            shares, ms = [], []
+            for node, full in zip(nodes, wanted, strict=True):
+                t0 = time.perf_counter()
+                found = {h.id for h in r.store.query(corpus, node, payload=[])}
+                ms.append((time.perf_counter() - t0) * 1000)
+                shares.append(_share(found, full))
+            out[str(ef)] = (statistics.mean(shares), min(shares), statistics.median(ms))
+    finally:
+        r.store.index = setting
+    return out
 
 
 def _share(found: set[Any], wanted: set[Any]) -> float:

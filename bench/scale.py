@@ -8,14 +8,16 @@ bench/_scale_corpus.py). At each size, with the same queries (the suite's questi
 * search latency of four arms (bench/_scale_measure.py ``ARMS``: the default hybrid search with and without
   the learned ranker, the text space alone, one document's filter) through the product's retriever,
   in-process, after the server's warm-up; every query once per arm per round, ABBA-alternated;
-* recall@10 of the approximate first stage against the exhaustive one (``QueryNode.exact``: a full scan);
+* recall@10 of the approximate first stage against the exhaustive one (``QueryNode.exact``: a full scan), as
+  the store's settings search (``store.full_scan_points``, ``store.hnsw_ef``), and with HNSW forced at each
+  ``--recall-ef`` value (recall and the store's milliseconds: what the graph would keep at this size);
 * a real one-file upload (``--upload``, a PDF through the ingestion job) to the search that finds it, and
   its delete; a forced BM25 re-weight of every page;
 * bytes on disk per page (the whole data folder; the shard by vector), each vector's bytes per page;
 * start-up to ready and resident memory of a fresh process that opens the folder as ``mmrag serve`` does.
 
     python -m bench.scale --sizes 5000,50000 [--base /work/data-h6/base] [--data-dir /work/data-h6/scale]
-        [--out /work/data-h6/out] [--rounds 3] [--queries 40]
+        [--out /work/data-h6/out] [--rounds 3] [--queries 40] [--recall-ef engine,100,200,400,800]
 
 Prints a table per size, writes it as JSON (and a PNG if matplotlib is installed) to ``--out``, and ends
 with ``RESULT p50_ratio p99_ratio recall10 upload_ratio start_s rss_gb loaded`` (largest size / smallest).
@@ -49,6 +51,7 @@ from bench._scale_measure import (
     forced_reweight,
     latencies,
     recall_at,
+    recall_by_ef,
     rss_gb,
     startup,
     upload_and_delete,
@@ -84,6 +87,8 @@ class SizeRow:
     disk_parts: dict[str, int] = field(default_factory=dict)
     rss_bench_gb: float = 0.0
     load: float = 0.0
+    recall10_by_ef: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)  # plan -> ef ->
+    # (mean, least, median ms in the store) of the first stage's recall against the exhaustive top 10
 
     def table(self) -> dict[str, float]:
         """The row as printed: p50/p99 per arm (ms), recall, seconds, bytes per page, GB."""
@@ -143,6 +148,13 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     print(f"  recall@10 vs exhaustive: default plan mean {np.mean(recall):.4f} min {np.min(recall):.2f} (as page "
           f"contents {np.mean(content):.4f} min {np.min(content):.2f}); text alone mean {np.mean(recall_text):.4f} "
           f"min {np.min(recall_text):.2f}", flush=True)
+    efs = [None if e == "engine" else int(e) for e in args.recall_ef.split(",") if e]
+    by_ef = {plan: recall_by_ef(searchers, corpus, queries[:args.recall_queries], efs, spaces=spaces)
+             for plan, spaces in (("text", ["text"]), ("default", None))} if efs else {}
+    for plan, rows in by_ef.items():
+        print(f"  recall@10 vs exhaustive by hnsw_ef ({plan}; the store's setting {pipeline.store.index.hnsw_ef}): "
+              + " | ".join(f"{ef}: {m:.4f} (min {lo:.2f}, {ms:.1f} ms)" for ef, (m, lo, ms) in rows.items()),
+              flush=True)
     up, dele = upload_and_delete(pipeline, corpus, args.upload, args.uploads)
     print(f"  upload to searchable {[round(x, 2) for x in up]} s; delete {[round(x, 3) for x in dele]} s", flush=True)
     reweight = forced_reweight(pipeline, corpus)
@@ -154,7 +166,7 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     parts = disk_by_vector(data_dir / "qdrant-edge" / corpus)
     start = startup(data_dir, corpus, queries)
     row = SizeRow(pages, len(docs), ms, recall, recall_text, content, up, dele, reweight, disk, grown, start,
-                  vectors, parts, bench_rss, os.getloadavg()[0])
+                  vectors, parts, bench_rss, os.getloadavg()[0], by_ef)
     print(f"  reweight {reweight:.2f} s; disk {disk / pages:,.0f} B/page; start-up {start}", flush=True)
     print("  vectors per page (B): " + ", ".join(f"{k} {v:,.0f}" for k, v in vectors.items())
           + " | shard on disk by part (B/page): "
@@ -254,6 +266,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--suite", default="eval/suites/sec-10q", help="whose questions are the queries")
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--recall-queries", type=int, default=20)
+    ap.add_argument("--recall-ef", default="engine,100,200,400,800",
+                    help="hnsw_ef values whose recall and store time are also measured ('engine': the engine's own)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--uploads", type=int, default=3)
     ap.add_argument("--upload", type=Path, default=UPLOAD, help="the PDF uploaded at each size")

@@ -9,6 +9,7 @@ from mmrag.store.base import (
     CollectionSpec,
     FilterSpec,
     Hit,
+    IndexSearch,
     PointRecord,
     QueryNode,
     SpaceSpec,
@@ -18,19 +19,21 @@ from mmrag.store.base import (
 
 
 def open_store(config: StoreConfig, data_dir: Path) -> VectorStore:
-    """A server when ``config.url`` is set, else the embedded engine under ``data_dir``."""
+    """A server when ``config.url`` is set, else the embedded engine under ``data_dir``; either searches with
+    ``config``'s HNSW parameters."""
+    index = IndexSearch(hnsw_ef=config.hnsw_ef, full_scan_points=config.full_scan_points)
     if config.url:
         from mmrag.store.qdrant_client_store import QdrantClientStore
 
-        return QdrantClientStore(url=config.url, api_key=config.api_key, timeout_s=config.timeout_s)
+        return QdrantClientStore(url=config.url, api_key=config.api_key, timeout_s=config.timeout_s, index=index)
     if config.engine == "local":
         from mmrag.store.qdrant_client_store import QdrantClientStore
 
-        return QdrantClientStore(path=str(data_dir / "qdrant-local"))
+        return QdrantClientStore(path=str(data_dir / "qdrant-local"), index=index)
     from mmrag.store.edge import EdgeStore
 
-    return EdgeStore(data_dir / "qdrant-edge")
+    return EdgeStore(data_dir / "qdrant-edge", index=index)
 
 
-__all__ = ["CollectionSpec", "FilterSpec", "Hit", "PointRecord", "QueryNode", "SpaceSpec", "SparseVec",
-           "VectorStore", "open_store"]
+__all__ = ["CollectionSpec", "FilterSpec", "Hit", "IndexSearch", "PointRecord", "QueryNode", "SpaceSpec",
+           "SparseVec", "VectorStore", "open_store"]

@@ -97,6 +97,19 @@ class ScoreFormula:
     boosts: tuple[tuple[float, FilterSpec], ...] = ()  # (added to the prior, condition)
 
 
+@dataclass(frozen=True, slots=True)
+class IndexSearch:
+    """How a store's approximate searches of dense and multi-vector spaces run (``StoreConfig``'s, applied by
+    the one translator to every stage that scores with a vector; docs/retrieval.md, "HNSW and recall")."""
+
+    hnsw_ef: int | None = None  # candidates HNSW keeps on its walk (at least the stage's limit); None: the engine's
+    full_scan_points: int = 0  # a collection of at most this many points: every vector stage scans every point
+
+    def exact(self, points: int) -> bool:
+        """Whether a collection of ``points`` points is searched by a full scan (the exhaustive answer)."""
+        return 0 < points <= self.full_scan_points
+
+
 @dataclass(slots=True)
 class QueryNode:
     limit: int
@@ -135,6 +148,8 @@ def in_score_order(hits: list[Hit]) -> list[Hit]:
 class VectorStore(abc.ABC):
     """Lifecycle: open once per process (embedded engines lock their folder), ``close`` at exit.
     Collections are named by corpus; all methods are thread-safe."""
+
+    index: IndexSearch = IndexSearch()  # how its approximate searches run (the store's config)
 
     @abc.abstractmethod
     def create_collection(self, name: str, spec: CollectionSpec) -> None: ...

@@ -22,6 +22,7 @@ from mmrag.store.base import (
     CollectionSpec,
     FilterSpec,
     Hit,
+    IndexSearch,
     PointRecord,
     QueryNode,
     VectorStore,
@@ -48,8 +49,9 @@ def _filter(flt: FilterSpec | None) -> qe.Filter | None:
 
 
 class EdgeStore(VectorStore):
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, index: IndexSearch = IndexSearch()) -> None:
         self.root = root
+        self.index = index
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, qe.EdgeShard] = {}
         self._lock = threading.RLock()
@@ -128,13 +130,17 @@ class EdgeStore(VectorStore):
 
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
               payload: list[str] | None = None) -> list[Hit]:
+        shard = self._shard(name)
+        points = int(shard.count(qe.CountRequest(filter=None, exact=False))) \
+            if self.index.full_scan_points else 0  # microseconds: the segments' sizes
         request = qe.QueryRequest(
-            limit=node.limit, query=er.query(rq.query(node), node.using), prefetches=er.prefetches(rq.prefetches(node)),
+            limit=node.limit, query=er.query(rq.query(node), node.using),
+            prefetches=er.prefetches(rq.prefetches(node, self.index, points)),
             filter=_filter(node.filter), with_payload=rq.with_payload(payload),
             with_vector=with_vectors or False,
-            params=er.search_params(rq.search_params(node)),
+            params=er.search_params(rq.search_params(node, self.index, points)),
         )
-        return in_score_order([rq.to_hit(p) for p in self._shard(name).query(request)])
+        return in_score_order([rq.to_hit(p) for p in shard.query(request)])
 
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
         return int(self._shard(name).count(qe.CountRequest(filter=_filter(flt), exact=True)))

@@ -8,6 +8,7 @@ Qdrant's request models by ``store/qdrant_request.py`` and sent as they are.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from qdrant_client import QdrantClient, models
@@ -18,6 +19,7 @@ from mmrag.store.base import (
     CollectionSpec,
     FilterSpec,
     Hit,
+    IndexSearch,
     PointRecord,
     QueryNode,
     VectorStore,
@@ -26,6 +28,7 @@ from mmrag.store.base import (
 )
 
 PREFIX = "mmrag_"
+SIZE_TTL_S = 60.0  # how long a collection's size read from the server is taken as current
 
 
 def _vectors(named: dict[str, VectorValue]) -> dict[str, Any]:
@@ -34,7 +37,8 @@ def _vectors(named: dict[str, VectorValue]) -> dict[str, Any]:
 
 class QdrantClientStore(VectorStore):
     def __init__(self, *, url: str | None = None, path: str | None = None, api_key: str | None = None,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, index: IndexSearch = IndexSearch()) -> None:
+        self.index = index
         try:
             if url:
                 self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
@@ -43,6 +47,7 @@ class QdrantClientStore(VectorStore):
         except Exception as exc:
             raise Unavailable(f"cannot open Qdrant at {url or path}: {exc}") from exc
         self._lock = threading.RLock()  # local mode is not thread-safe
+        self._sizes: dict[str, tuple[int, float]] = {}  # collection -> (points, when read)
 
     @staticmethod
     def _name(name: str) -> str:
@@ -71,6 +76,7 @@ class QdrantClientStore(VectorStore):
         with self._lock:
             if self.has_collection(name):
                 self.client.delete_collection(self._name(name))
+            self._sizes.pop(name, None)
 
     def has_collection(self, name: str) -> bool:
         with self._lock:
@@ -82,6 +88,7 @@ class QdrantClientStore(VectorStore):
         structs = [models.PointStruct(id=p.id, vector=_vectors(p.vectors), payload=p.payload) for p in points]
         with self._lock:
             self.client.upsert(self._require(name), points=structs, wait=True)
+            self._sizes.pop(name, None)
 
     def delete(self, name: str, flt: FilterSpec) -> None:
         f = rq.to_filter(flt)
@@ -89,6 +96,7 @@ class QdrantClientStore(VectorStore):
             raise ValueError("refusing to delete with an empty filter")
         with self._lock:
             self.client.delete(self._require(name), points_selector=models.FilterSelector(filter=f), wait=True)
+            self._sizes.pop(name, None)
 
     def update_vectors(self, name: str, vectors: dict[str, dict[str, VectorValue]]) -> None:
         if not vectors:
@@ -108,13 +116,27 @@ class QdrantClientStore(VectorStore):
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
               payload: list[str] | None = None) -> list[Hit]:
         with self._lock:
+            points = self._points(name)
             response = self.client.query_points(
-                self._require(name), prefetch=rq.prefetches(node), query=rq.query(node), using=node.using,
-                query_filter=rq.to_filter(node.filter), limit=node.limit,
+                self._require(name), prefetch=rq.prefetches(node, self.index, points), query=rq.query(node),
+                using=node.using, query_filter=rq.to_filter(node.filter), limit=node.limit,
                 with_payload=rq.with_payload(payload),
-                with_vectors=with_vectors or False, search_params=rq.search_params(node),
+                with_vectors=with_vectors or False, search_params=rq.search_params(node, self.index, points),
             )
         return in_score_order([rq.to_hit(p) for p in response.points])
+
+    def _points(self, name: str) -> int:
+        """The collection's approximate size, read at most every ``SIZE_TTL_S`` (other writers of a server
+        change it; it only chooses between a full scan and HNSW, ``IndexSearch.exact``), and only when a
+        full scan is configured at all."""
+        if self.index.full_scan_points <= 0:
+            return 0
+        now = time.monotonic()
+        seen = self._sizes.get(name)
+        if seen is None or now - seen[1] > SIZE_TTL_S:
+            seen = (int(self.client.count(self._require(name), exact=False).count), now)
+            self._sizes[name] = seen
+        return seen[0]
 
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
         with self._lock:

@@ -16,6 +16,7 @@ from qdrant_client import models
 from mmrag.store.base import (
     FilterSpec,
     Hit,
+    IndexSearch,
     QueryNode,
     ScoreFormula,
     SpaceSpec,
@@ -94,19 +95,25 @@ def query(node: QueryNode) -> Any:
     return None
 
 
-def search_params(node: QueryNode) -> models.SearchParams:
-    return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore),
-                               exact=True if node.exact else None)
+def search_params(node: QueryNode, index: IndexSearch, points: int) -> models.SearchParams:
+    """The stage's search parameters in a collection of ``points`` points. A stage that scores with a dense or
+    multi-vector scans every point when ``index`` says so for that size (a sparse vector has its own inverted
+    index, exact already) and otherwise walks HNSW with ``index.hnsw_ef``; ``node.exact`` always scans."""
+    dense = isinstance(node.vector, np.ndarray)
+    exact = node.exact or (dense and index.exact(points))
+    ef = index.hnsw_ef if dense and not exact else None
+    return models.SearchParams(hnsw_ef=ef, quantization=models.QuantizationSearchParams(rescore=node.rescore),
+                               exact=True if exact else None)
 
 
-def prefetches(node: QueryNode) -> list[models.Prefetch] | None:
+def prefetches(node: QueryNode, index: IndexSearch, points: int) -> list[models.Prefetch] | None:
     """The node's children as Qdrant prefetches (None when it has none)."""
-    return [prefetch(p) for p in node.prefetch] or None
+    return [prefetch(p, index, points) for p in node.prefetch] or None
 
 
-def prefetch(node: QueryNode) -> models.Prefetch:
-    return models.Prefetch(prefetch=prefetches(node), query=query(node), using=node.using,
-                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node))
+def prefetch(node: QueryNode, index: IndexSearch, points: int) -> models.Prefetch:
+    return models.Prefetch(prefetch=prefetches(node, index, points), query=query(node), using=node.using,
+                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node, index, points))
 
 
 def with_payload(fields: list[str] | None) -> bool | list[str]:

@@ -57,6 +57,10 @@ def test_measurements_are_sane(measured) -> None:
     for row in rows:
         # tiny collections: the approximate search is the exhaustive one
         assert row.recall10 == row.recall10_text == row.recall10_content == [1.0] * 4
+        assert set(row.recall10_by_ef) == {"text", "default"}  # --recall-ef's default values, each exhaustive here
+        for by_ef in row.recall10_by_ef.values():
+            assert list(by_ef) == ["None", "100", "200", "400", "800"]
+            assert all(v[:2] == (1.0, 1.0) for v in by_ef.values())
         assert set(row.ms) == set(ARMS) and all(len(v) == 2 * 4 for v in row.ms.values())
         assert all(x > 0 for v in row.ms.values() for x in v)
         assert row.upload_s[0] > 0 and row.delete_s[0] > 0 and row.reweight_s > 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mmrag.errors import InvalidInput, NotFound
-from mmrag.store import CollectionSpec, FilterSpec, PointRecord, QueryNode, SpaceSpec, SparseVec
+from mmrag.store import CollectionSpec, FilterSpec, IndexSearch, PointRecord, QueryNode, SpaceSpec, SparseVec
 from mmrag.store.edge import EdgeStore
 from mmrag.store.qdrant_client_store import QdrantClientStore
 
@@ -240,9 +240,10 @@ def test_an_exact_plan_scans_every_point_on_both_engines(stores, data):
                      prefetch=[QueryNode(limit=20, using="dense", exact=True,
                                          vector=_unit(np.random.default_rng(5).standard_normal(DIM)).astype(np.float32))])
     node.vector = node.prefetch[0].vector
-    assert rq.search_params(node).exact is True and rq.prefetches(node)[0].params.exact is True
-    assert er.search_params(rq.search_params(node)).exact is True
-    assert er.search_params(rq.search_params(QueryNode(limit=5))).exact is False
+    engines = IndexSearch()
+    assert rq.search_params(node, engines, N).exact is True and rq.prefetches(node, engines, N)[0].params.exact is True
+    assert er.search_params(rq.search_params(node, engines, N)).exact is True
+    assert er.search_params(rq.search_params(QueryNode(limit=5), engines, N)).exact is False
     oracle = sorted(data, key=lambda p: -float(p.vectors["dense"] @ node.vector))[:5]
     for store in stores.values():
         assert _ids(store.query("c", node)) == [p.id for p in oracle]
