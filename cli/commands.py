@@ -83,7 +83,7 @@ def ingest(
     except MMRAGError as exc:
         fail(exc)
         return
-    failures = [(n, c, m) for n, c, m in rejected]
+    failures = [(r.filename, r.code, r.message) for r in rejected]
     failures += [(e["filename"], e["error"], e["message"]) for j in jobs for e in j["errors"]]
     for name, code, message in failures:
         console.print(f"  [red]{name}: {code}: {message}[/red]")

@@ -26,7 +26,6 @@ from mmrag.generate.answer_events import AnswerEvent
 from mmrag.generate.conversation import Conversation
 from mmrag.types import SearchRequest, SearchResult
 
-Rejected = tuple[str, str, str]  # (filename, error code, message): refused before a job started
 IngestProgress = Callable[[int, int, str], None]
 """Called as ``(done, total, filename)`` as files are ingested."""
 
@@ -42,6 +41,24 @@ class AnswerRequest:
     document_ids: list[str] | None = None  # retrieve only from these documents
     temperature: float = 0.0
     conversation: Conversation | None = None  # earlier turns, instructions, a query image (the chat door)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A file refused before its job started: the error's code (:mod:`mmrag.errors`) and what was wrong."""
+
+    filename: str
+    code: str  # e.g. too_large, unsupported_media_type, no_space
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Uploaded:
+    """What became of an upload: the one job of the accepted files (None when every file was refused) and the
+    files refused up front, in the files' order."""
+
+    job_id: str | None
+    refused: list[Refused]
 
 
 def page_links(public_url: str, corpus: str, page_id: str) -> tuple[str, str]:
@@ -82,8 +99,15 @@ class Application(Protocol):
         ...
 
     # uploads and jobs -----------------------------------------------------------------
-    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
-        """Start ingestion jobs for the files: (job ids, files refused up front)."""
+    def upload(self, corpus: str, files: Sequence[tuple[str, bytes] | Refused],
+               metadata: dict[str, Any]) -> Uploaded:
+        """Check each ``(filename, bytes)`` (empty, too large, not a supported type, container limits) and start one
+        job over the accepted ones with ``metadata``. A file the door could not read comes as its :class:`Refused`
+        and keeps its place among the refusals."""
+        ...
+
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Refused]]:
+        """Upload files from disk (in groups over REST): (job ids, files refused up front)."""
         ...
 
     def job(self, job_id: str) -> dict[str, Any]:

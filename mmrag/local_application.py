@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmrag.access import EVERYONE, Principal
-from mmrag.application import AnswerRequest, IngestProgress, Rejected, page_links
-from mmrag.errors import Conflict, InvalidInput
+from mmrag.application import AnswerRequest, IngestProgress, Refused, Uploaded, page_links
+from mmrag.errors import Conflict, InvalidInput, error_for_code
 from mmrag.generate.answer_events import AnswerEvent
 from mmrag.keys import Scope
 from mmrag.types import DocumentInfo, SearchRequest, SearchResult
@@ -33,11 +33,11 @@ def corpus_json(row: CorpusRow) -> dict[str, Any]:
             "created_at": row.created_at}
 
 
-def document_json(info: DocumentInfo, status: str = "stored") -> dict[str, Any]:
-    """A document: the REST ``DocumentOut`` shape (``status``: created, exists or stored)."""
+def document_json(info: DocumentInfo) -> dict[str, Any]:
+    """A document: the REST ``DocumentOut`` shape (``status`` stored; an upload's answer says created or exists)."""
     return {"id": info.id, "filename": info.filename, "media_type": info.media_type, "size_bytes": info.size_bytes,
             "page_count": info.page_count, "metadata": info.metadata, "created_at": info.created_at,
-            "status": status, "timings": {}}
+            "status": "stored", "timings": {}}
 
 
 class LocalApplication:
@@ -93,14 +93,24 @@ class LocalApplication:
             self.pipeline.corpora.ensure_corpus(corpus)
 
     # uploads and jobs -----------------------------------------------------------------
-    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
-        from mmrag.jobs.uploads import read_files, submit_uploads, upload_check
+    def upload(self, corpus: str, files: Sequence[tuple[str, bytes] | Refused],
+               metadata: dict[str, Any]) -> Uploaded:
+        from mmrag.jobs.uploads import Refusal, submit_uploads, upload_check
 
         self.principal.check("write", corpus, f"unknown corpus {corpus!r}")
-        submitted = submit_uploads(self.pipeline.runner, corpus, read_files(paths), metadata,
-                                   upload_check(self.pipeline.settings.ingest))
-        rejected = [(r.filename, r.code, r.message) for r in submitted.refused]
-        return ([submitted.job_id] if submitted.job_id else []), rejected
+        settings = self.pipeline.settings
+        # converting in this process (no broker): a kind that needs an isolation this host cannot give is refused now
+        check = upload_check(settings.ingest, isolation_up_front=settings.jobs.broker_url is None)
+        items = [Refusal(f.filename, error_for_code(f.code, f.message)) if isinstance(f, Refused) else f
+                 for f in files]
+        submitted = submit_uploads(self.pipeline.runner, corpus, items, metadata, check)
+        return Uploaded(submitted.job_id, [Refused(r.filename, r.code, r.message) for r in submitted.refused])
+
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Refused]]:
+        from mmrag.jobs.uploads import read_files
+
+        uploaded = self.upload(corpus, list(read_files(paths)), metadata)
+        return ([uploaded.job_id] if uploaded.job_id else []), uploaded.refused
 
     def _job(self, job_id: str, scope: Scope = "read") -> JobStatus:
         """The job, if the key may act with ``scope`` on its corpus; another tenant's job is unknown (404)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.access import Principal
-from mmrag.application import AnswerRequest, IngestProgress, Rejected
+from mmrag.application import AnswerRequest, IngestProgress, Refused, Uploaded
 from mmrag.errors import InvalidInput, MMRAGError
 from mmrag.generate.answer_events import AnswerEvent, event_of
 from mmrag.rest_client import Client
@@ -78,15 +78,24 @@ class RemoteApplication:
         self.client.delete_corpus(corpus)
 
     # uploads and jobs -----------------------------------------------------------------
-    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Rejected]]:
+    def upload(self, corpus: str, files: Sequence[tuple[str, bytes] | Refused],
+               metadata: dict[str, Any]) -> Uploaded:
+        """One request (one job); files refused before they were sent are listed after the server's refusals."""
+        sent = [f for f in files if not isinstance(f, Refused)]
+        body = self.client.upload(corpus, sent, metadata or None) if sent else {"job": None, "errors": []}
+        refused = [Refused(e["filename"], e["error"], e["message"]) for e in body.get("errors", [])]
+        job = body.get("job")
+        return Uploaded(job["id"] if job else None, refused + [f for f in files if isinstance(f, Refused)])
+
+    def submit(self, corpus: str, paths: list[Path], metadata: dict[str, Any]) -> tuple[list[str], list[Refused]]:
         job_ids: list[str] = []
-        rejected: list[Rejected] = []
+        refused: list[Refused] = []
         for group in self._groups(paths):
-            body = self.client.upload(corpus, [(p.name, p.read_bytes()) for p in group], metadata or None)
-            rejected.extend((e["filename"], e["error"], e["message"]) for e in body.get("errors", []))
-            if body.get("job"):
-                job_ids.append(body["job"]["id"])
-        return job_ids, rejected
+            uploaded = self.upload(corpus, [(p.name, p.read_bytes()) for p in group], metadata)
+            refused.extend(uploaded.refused)
+            if uploaded.job_id:
+                job_ids.append(uploaded.job_id)
+        return job_ids, refused
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.client.job(job_id)

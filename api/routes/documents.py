@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import ApplicationDep, PipelineDep, ReadDep, RunnerDep, WriteDep
+from api.deps import ApplicationDep, ReadDep, WriteDep
 from api.errors import responses, status_of
-from api.routes.jobs import base_url, job_out
+from api.routes.jobs import FINISHED_STATES
 from api.schemas import (
     SQLITE_INT,
     DocumentDetail,
@@ -25,15 +25,11 @@ from api.schemas import (
     PageDetailOut,
     UploadMetadata,
 )
-from mmrag.application import page_links
+from mmrag.application import Application, Refused, page_links
 from mmrag.errors import CorruptDocument, InvalidInput, MMRAGError, NotFound, TooLarge, error_for_code
 from mmrag.imaging import decode_image
 from mmrag.ingest.sniff import ACCEPTED, check_declared_type
-from mmrag.jobs.model import FileState, JobStatus
-from mmrag.jobs.uploads import Refusal, submit_uploads, upload_check
-from mmrag.jobs.wait import wait_job_async
-from mmrag.local_application import document_json
-from mmrag.pipeline import Pipeline
+from mmrag.jobs.wait import JobWatch, wait_job_async
 
 router = APIRouter(prefix="/corpora/{corpus}", tags=["documents"])
 CHUNK = 1024 * 1024
@@ -87,7 +83,7 @@ def parse_metadata(raw: str | None) -> dict[str, Any]:
                         201: {"model": JobUploadOut, "description": "wait=true: the job created a document"},
                         200: {"model": JobUploadOut, "description": "wait=true: every file existed already"}})
 async def upload_documents(
-    corpus: str, pipeline: PipelineDep, runner: RunnerDep, request: Request, principal: WriteDep,
+    corpus: str, application: ApplicationDep, request: Request, principal: WriteDep,
     files: Annotated[list[UploadFile], File(description=f"Documents, told by their bytes: {ACCEPTED}")],
     metadata: Annotated[str | None, Form(description="JSON object stored with every file")] = None,
     wait: Annotated[bool, Query(description="Answer when the job has finished, with its documents")] = False,
@@ -100,65 +96,66 @@ async def upload_documents(
     parsing and reported per file in the job; the other files go on. Re-uploading the same bytes is
     a no-op (file state ``exists``). ``wait=true`` answers when the job has finished: 201 if a
     document was created, 200 if all existed, else the first failure's status."""
-    pipeline.corpora.config(corpus)
-    limit = pipeline.settings.api.max_files_per_upload
+    mine = application.as_principal(principal)
+    settings = request.app.state.settings
+    mine.corpus(corpus)  # 404 for an unknown corpus, before the files are read
+    limit = settings.api.max_files_per_upload
     if len(files) > limit:
         raise InvalidInput(f"{len(files)} files in one upload; the limit is {limit} (MMRAG_API__MAX_FILES_PER_UPLOAD)")
     quota = request.app.state.auth.jobs
     if principal.key is not None:
-        quota.check(principal.id, lambda job_id: job_finished(pipeline, job_id))
+        quota.check(principal.id, lambda job_id: job_finished(mine, job_id))
     given = len((await request.form()).getlist("metadata"))  # parsed once already; Starlette caches it
     if given > 1:
         raise InvalidInput(f"metadata was given {given} times; give one JSON object, once")
     meta = parse_metadata(metadata)
-    files_read: list[tuple[str, bytes] | Refusal] = []
+    files_read: list[tuple[str, bytes] | Refused] = []
     for upload in files:
         name = upload.filename or "upload"
         try:
-            data = await read_limited(upload, pipeline.settings.ingest.max_upload_bytes)
+            data = await read_limited(upload, settings.ingest.max_upload_bytes)
             check_declared_type(upload.content_type, data, name)  # 415 when the declared type names another kind
             files_read.append((name, data))
         except MMRAGError as exc:
-            files_read.append(Refusal(name, exc))
-    settings = pipeline.settings
-    check = upload_check(settings.ingest, isolation_up_front=settings.jobs.broker_url is None)
-    submitted = await run_in_threadpool(submit_uploads, runner, corpus, files_read, meta, check)
-    errors = [(FileError(filename=r.filename, error=r.code, message=r.message), status_of(r.error))
-              for r in submitted.refused]
-    if submitted.job_id is None:
+            files_read.append(Refused(name, exc.code, exc.message))
+    uploaded = await run_in_threadpool(mine.upload, corpus, files_read, meta)
+    errors = [(FileError(filename=r.filename, error=r.code, message=r.message),
+               status_of(error_for_code(r.code, r.message))) for r in uploaded.refused]
+    if uploaded.job_id is None:
         body = JobUploadOut(job=None, errors=[e for e, _ in errors])
         return JSONResponse(body.model_dump(), status_code=errors[0][1])
-    job_id = submitted.job_id
+    job_id = uploaded.job_id
     if principal.key is not None:
         quota.add(principal.id, job_id)
-    job = pipeline.jobs.status(job_id)
     if not wait:
-        body = JobUploadOut(job=job_out(job, base_url(request)), errors=[e for e, _ in errors])
+        body = JobUploadOut(job=JobOut.model_validate(mine.job(job_id)), errors=[e for e, _ in errors])
         return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
-    job = await wait_job_async(pipeline.jobs, job_id)
-    return finished_upload(pipeline, job, job_out(job, base_url(request)), errors)
+    watch: JobWatch[dict[str, Any]] = JobWatch(job_id, lambda job: str(job["state"]))
+    job = await wait_job_async(lambda: mine.job(job_id), watch)
+    return finished_upload(mine, job, errors)
 
 
-def job_finished(pipeline: Pipeline, job_id: str) -> bool:
+def job_finished(application: Application, job_id: str) -> bool:
     """For the per-key job cap: a job that is gone counts as finished."""
     try:
-        return pipeline.jobs.status(job_id).finished
+        return application.job(job_id)["state"] in FINISHED_STATES
     except NotFound:
         return True
 
 
-def finished_upload(pipeline: Pipeline, job: JobStatus, out: JobOut, errors: list[tuple[FileError, int]]) -> Response:
+def finished_upload(application: Application, job: dict[str, Any], errors: list[tuple[FileError, int]]) -> Response:
     docs: list[DocumentOut] = []
-    for f in job.files:
-        if f.state in (FileState.DONE, FileState.EXISTS):
-            info = pipeline.documents.find(job.corpus, f.document_id)
-            if info is not None:
-                docs.append(DocumentOut.model_validate(
-                    document_json(info, "created" if f.state == FileState.DONE else "exists")))
-        elif f.error:
-            errors.append((FileError(filename=f.filename, error=f.error, message=f.message or ""),
-                           status_of(error_for_code(f.error, "", fallback=CorruptDocument))))
-    body = JobUploadOut(job=out, documents=docs, errors=[e for e, _ in errors])
+    for f in job["files"]:
+        if f["state"] in ("done", "exists"):
+            try:
+                info = application.document(job["corpus"], f["document_id"])
+            except NotFound:  # deleted since
+                continue
+            docs.append(DocumentOut.model_validate({**info, "status": "created" if f["state"] == "done" else "exists"}))
+        elif f["error"]:
+            errors.append((FileError(filename=f["filename"], error=f["error"], message=f["message"] or ""),
+                           status_of(error_for_code(f["error"], "", fallback=CorruptDocument))))
+    body = JobUploadOut(job=JobOut.model_validate(job), documents=docs, errors=[e for e, _ in errors])
     code = status.HTTP_201_CREATED if docs else (errors[0][1] if errors else status.HTTP_200_OK)
     if docs and not any(d.status == "created" for d in docs):
         code = status.HTTP_200_OK

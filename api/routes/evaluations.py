@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, status
 from fastapi.responses import FileResponse
 
-from api.deps import GateDep, PipelineDep, PrincipalDep, ServiceDep
+from api.deps import ApplicationDep, GateDep, PrincipalDep, ServiceDep
 from api.errors import responses
 from api.schemas import CompareIn, CompareOut, EvaluationIn, EvaluationOut
 from mmrag.access import Principal
@@ -29,7 +29,7 @@ def list_suites(service: ServiceDep, _: PrincipalDep) -> list[str]:
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=EvaluationOut,
              responses=responses(400, 404, 422, 503))
-def start_evaluation(body: EvaluationIn, service: ServiceDep, pipeline: PipelineDep, gate: GateDep,
+def start_evaluation(body: EvaluationIn, service: ServiceDep, application: ApplicationDep, gate: GateDep,
                      principal: PrincipalDep) -> EvaluationOut:
     """Start an evaluation job (runs in the background; one at a time). Needs write on the suite's corpus;
     a suite whose corpus does not exist yet needs an admin key (a write key never creates a corpus). At
@@ -37,7 +37,8 @@ def start_evaluation(body: EvaluationIn, service: ServiceDep, pipeline: Pipeline
 
     def allow(corpus: str) -> None:
         principal.check("write", corpus, f"unknown suite {body.suite!r}")
-        if principal.key is not None and principal.key.scope != "admin" and not pipeline.corpora.exists(corpus):
+        exists = corpus in {c["name"] for c in application.as_principal(principal).corpora()}
+        if principal.key is not None and principal.key.scope != "admin" and not exists:
             raise Forbidden(f"the suite's corpus {corpus!r} does not exist, and a {principal.key.scope} key never "
                             "creates one: create it with an admin key first")
         if principal.key is not None:

@@ -14,18 +14,10 @@ from api.deps import ApplicationDep, PrincipalDep, ReadDep
 from api.errors import responses
 from api.schemas import JobOut
 from api.sse import SSE_HEADERS, sse_event
-from mmrag.jobs.model import FINISHED_JOB, JobStatus
+from mmrag.jobs.model import FINISHED_JOB
 
 router = APIRouter(tags=["jobs"])
 FINISHED_STATES = frozenset(state.value for state in FINISHED_JOB)
-
-
-def base_url(request: Request) -> str:
-    return str(request.app.state.settings.api.public_url.rstrip("/"))
-
-
-def job_out(job: JobStatus, base: str = "") -> JobOut:
-    return JobOut.model_validate(job.summary(base))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses=responses(404))

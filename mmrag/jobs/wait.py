@@ -1,8 +1,8 @@
 """Waiting for a job: one :class:`JobWatch` for every waiter, whatever reads the job's state and however it sleeps.
 
-In-process callers (:func:`wait_job`: tests, benchmarks, the evaluation) and the upload route's
-``?wait=true`` (:func:`wait_job_async`, off the event loop) read the job store; the REST client
-(:meth:`mmrag.rest_client.Client.wait_job`) reads ``GET /jobs/{id}`` and keeps its own two-line loop
+In-process callers (:func:`wait_job`: tests, benchmarks, the evaluation) read the job store; the upload
+route's ``?wait=true`` (:func:`wait_job_async`, off the event loop) reads the application's job; the REST
+client (:meth:`mmrag.rest_client.Client.wait_job`) reads ``GET /jobs/{id}`` and keeps its own two-line loop
 over the same watch (it cannot read the store of another process).
 """
 
@@ -64,9 +64,8 @@ def wait_job(jobs: JobStore, job_id: str, progress: Callable[[JobStatus], None] 
     return job
 
 
-async def wait_job_async(jobs: JobStore, job_id: str, every: float = 0.2) -> JobStatus:
-    """:func:`wait_job` for an event loop: each reading runs on a worker thread, the loop sleeps between them."""
-    watch = status_watch(job_id, None)
-    while not watch.finished(job := await asyncio.to_thread(jobs.status, job_id)):
+async def wait_job_async(read: Callable[[], J], watch: JobWatch[J], every: float = 0.2) -> J:
+    """Wait for an event loop: each ``read`` of the job runs on a worker thread, the loop sleeps between them."""
+    while not watch.finished(job := await asyncio.to_thread(read)):
         await asyncio.sleep(every)
     return job
