@@ -91,11 +91,12 @@ def query(q: Any, using: str | None) -> Any:
 
 
 def search_params(params: models.SearchParams | None) -> qe.SearchParams | None:
-    if params is None or (params.quantization is None and not params.exact):
+    if params is None or (params.quantization is None and not params.exact and params.idf is None):
         return None
     quantization = None if params.quantization is None else \
         qe.QuantizationSearchParams(rescore=params.quantization.rescore)
-    return qe.SearchParams(quantization=quantization, exact=bool(params.exact))
+    idf = None if params.idf is None else qe.IdfParams(corpus=to_filter(params.idf.corpus))
+    return qe.SearchParams(quantization=quantization, exact=bool(params.exact), idf=idf)
 
 
 def prefetches(items: list[models.Prefetch] | None) -> list[qe.Prefetch] | None:

@@ -94,9 +94,21 @@ def query(node: QueryNode) -> Any:
     return None
 
 
+IDF_OVER_LIVE_POINTS = models.IdfCorpusParams(corpus=models.Filter(must=[]))
+"""BM25's IDF counted over the points that exist. Without it Qdrant counts over its posting lists, which keep
+a deleted point until its segment is rebuilt (a reload, a vacuum): scores moved after a deletion, and
+again after a restart (qdrant/qdrant#6735). With the match-all corpus filter both engines count the live
+points, the same before and after a restart (tests/store/test_congruence.py)."""
+
+
 def search_params(node: QueryNode) -> models.SearchParams:
     return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore),
-                               exact=True if node.exact else None)
+                               exact=True if node.exact else None, idf=idf_params(node))
+
+
+def idf_params(node: QueryNode) -> models.IdfCorpusParams | None:
+    """A sparse query's IDF population: the collection's live points (ignored by spaces without IDF)."""
+    return IDF_OVER_LIVE_POINTS if isinstance(node.vector, SparseVec) else None
 
 
 def prefetches(node: QueryNode) -> list[models.Prefetch] | None:
