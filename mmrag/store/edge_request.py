@@ -95,7 +95,7 @@ def search_params(params: models.SearchParams | None) -> qe.SearchParams | None:
         return None
     quantization = None if params.quantization is None else \
         qe.QuantizationSearchParams(rescore=params.quantization.rescore)
-    idf = None if params.idf is None else qe.IdfParams(corpus=to_filter(params.idf.corpus))
+    idf = qe.IdfParams(corpus=to_filter(params.idf.corpus)) if isinstance(params.idf, models.IdfCorpusParams) else None
     return qe.SearchParams(quantization=quantization, exact=bool(params.exact), idf=idf)
 
 
