@@ -7,8 +7,8 @@ BM25's stored values are normalised by an average page length (:mod:`mmrag.space
 - ``bm25_lengths``: per document, its pages with BM25 tokens and their total length (written with the
   document's row, deleted with it; documents indexed before it existed are measured from their stored
   text on first use, :func:`backfill`);
-- ``bm25_indexed``: the average the stored vectors were indexed with, and whether some batch used
-  another (a corpus's first job embeds with the batch's own average; a job submitted before a re-weight).
+- ``bm25_indexed``: the average the stored vectors were indexed with, whether some batch used another
+  (a corpus's first job embeds with each batch's own average), and the pages added or deleted since.
 
 A job's embed stage gets the indexed average in its manifest's corpus config (:func:`indexing_config`),
 so all of a corpus's vectors share one average. What a job costs here depends on its own pages, not on the
