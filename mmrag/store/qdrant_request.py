@@ -98,27 +98,30 @@ IDF_OVER_LIVE_POINTS = models.IdfCorpusParams(corpus=models.Filter(must=[]))
 """BM25's IDF counted over the points that exist. Without it Qdrant counts over its posting lists, which keep
 a deleted point until its segment is rebuilt (a reload, a vacuum): scores moved after a deletion, and
 again after a restart (qdrant/qdrant#6735). With the match-all corpus filter both engines count the live
-points, the same before and after a restart (tests/store/test_congruence.py)."""
+points, the same before and after a restart (tests/store/test_sparse_idf.py). It costs a query a filter
+check per posting of its terms (``python -m bench.bm25_idf_cost``), so a store sends it only for collections
+that have had a deletion (``live_idf``); without one both counts are the same."""
 
 
-def search_params(node: QueryNode) -> models.SearchParams:
+def search_params(node: QueryNode, live_idf: bool = True) -> models.SearchParams:
     return models.SearchParams(quantization=models.QuantizationSearchParams(rescore=node.rescore),
-                               exact=True if node.exact else None, idf=idf_params(node))
+                               exact=True if node.exact else None, idf=idf_params(node, live_idf))
 
 
-def idf_params(node: QueryNode) -> models.IdfCorpusParams | None:
-    """A sparse query's IDF population: the collection's live points (ignored by spaces without IDF)."""
-    return IDF_OVER_LIVE_POINTS if isinstance(node.vector, SparseVec) else None
+def idf_params(node: QueryNode, live_idf: bool = True) -> models.IdfCorpusParams | None:
+    """A sparse query's IDF population: the collection's live points when ``live_idf`` (ignored by spaces
+    without IDF); else the engine's own count."""
+    return IDF_OVER_LIVE_POINTS if live_idf and isinstance(node.vector, SparseVec) else None
 
 
-def prefetches(node: QueryNode) -> list[models.Prefetch] | None:
+def prefetches(node: QueryNode, live_idf: bool = True) -> list[models.Prefetch] | None:
     """The node's children as Qdrant prefetches (None when it has none)."""
-    return [prefetch(p) for p in node.prefetch] or None
+    return [prefetch(p, live_idf) for p in node.prefetch] or None
 
 
-def prefetch(node: QueryNode) -> models.Prefetch:
-    return models.Prefetch(prefetch=prefetches(node), query=query(node), using=node.using,
-                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node))
+def prefetch(node: QueryNode, live_idf: bool = True) -> models.Prefetch:
+    return models.Prefetch(prefetch=prefetches(node, live_idf), query=query(node), using=node.using,
+                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node, live_idf))
 
 
 def with_payload(fields: list[str] | None) -> bool | list[str]:

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from mmrag.store import CollectionSpec, FilterSpec, PointRecord, QueryNode, SpaceSpec, SparseVec
+from mmrag.store import qdrant_request as rq
 from mmrag.store.edge import EdgeStore
 from mmrag.store.qdrant_client_store import QdrantClientStore
 
@@ -67,4 +68,25 @@ def test_idf_counts_the_live_points_after_a_delete_and_after_a_restart(tmp_path,
     assert after_restart == pytest.approx(before_restart, rel=1e-5)
     assert sorted(after_restart, key=lambda k: (-after_restart[k], k)) == \
         sorted(before_restart, key=lambda k: (-before_restart[k], k))
+    store.close()
+
+
+def test_edge_counts_the_live_points_only_once_a_shard_has_had_a_deletion(tmp_path):
+    """The live count costs a query (bench.bm25_idf_cost): a shard without deletions keeps the engine's own
+    count (the same numbers); the mark of a deletion survives a restart and goes with the collection."""
+    node = QueryNode(limit=5, using="bm25", vector=QUERY)
+    assert rq.idf_params(node) is not None and rq.idf_params(node, live_idf=False) is None
+    assert rq.idf_params(QueryNode(limit=5, using="text", vector=[0.5, 0.5])) is None
+    store = EdgeStore(tmp_path / "edge")
+    store.create_collection("c", SPEC)
+    store.upsert("c", _points())
+    assert not store.live_idf("c")
+    store.delete("c", FilterSpec(match={"document_id": "d1"}))
+    assert store.live_idf("c")
+    store.close()
+    store = EdgeStore(tmp_path / "edge")
+    assert store.live_idf("c")
+    store.delete_collection("c")
+    store.create_collection("c", SPEC)
+    assert not store.live_idf("c")
     store.close()
