@@ -25,8 +25,8 @@ corpus's:
   leaves its indexed segment, so the same bound holds for the indexing that follows).
 
 ``mmrag reweight-bm25 CORPUS`` does it on request, whatever the drift. The IDF is not stored: the engine
-computes it at query time over the live points (:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`),
-so deletions need no rewrite either.
+computes it at query time, over the live points once the collection has had a deletion
+(:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`), so deletions need no rewrite either.
 """
 
 from __future__ import annotations
