@@ -214,7 +214,7 @@ def grow(pipeline: Pipeline, corpus: str, todo_copies: Iterator[tuple[int, BaseD
             doc, points = copy_document(b, k, rng, dv)
             catalog.pages.save_images(corpus, doc.pages, *b.source)  # as JobWriter._write
             store.upsert(corpus, points)
-            bm25_stats.record_document(catalog, corpus, doc, embedded_with)  # as JobWriter._maybe_finish_file
+            bm25_stats.record_document(catalog, store, corpus, doc, embedded_with)  # as JobWriter._maybe_finish_file
             catalog.documents.add(corpus, doc)
             pages += len(doc.pages)
             added += 1

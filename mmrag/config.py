@@ -365,5 +365,5 @@ class CorpusConfig(BaseModel):
     bm25_avg_len: float | None = Field(None, gt=0)
     """Average page length (in BM25 tokens: words less stopwords, stemmed) for BM25 length normalisation.
     None: the corpus's own average, kept by the writer; stored vectors are re-weighted when it moves more
-    than 20 % from the one they were indexed with (mmrag.jobs.bm25_stats). A number: fixed (corpora created
-    before this option recorded 300)."""
+    than 20 % from the one they were indexed with and a quarter of the corpus's pages changed since
+    (mmrag.jobs.bm25_stats). A number: fixed (corpora created before this option recorded 300)."""

@@ -4,7 +4,8 @@ Two tables of the catalog's database (created with its schema; a document's row 
 are deleted with the document or corpus (:mod:`mmrag.catalog.documents`, :mod:`mmrag.catalog.corpora`)):
 
 - ``bm25_lengths``: per document, its pages with BM25 tokens and their total length;
-- ``bm25_indexed``: per corpus, the average length its stored BM25 vectors were indexed with.
+- ``bm25_indexed``: per corpus, the average length its stored BM25 vectors were indexed with, and the pages
+  added or deleted since (what lets a re-weight wait until it is worth its cost).
 
 Lifecycle: built by the catalog over its database (:attr:`Catalog.bm25`); thread-safe.
 """
@@ -30,6 +31,7 @@ class Bm25Indexed:
 
     avg_len: float | None  # the average page length (None: each batch's own)
     stale: bool  # some vectors used another average: a re-weight is due
+    changed: int = 0  # pages with BM25 tokens added or deleted since the average was set
 
 
 class Bm25Statistics:
@@ -54,9 +56,21 @@ class Bm25Statistics:
                           "b.document_id = d.id WHERE d.corpus = ? AND b.document_id IS NULL", corpus)
         return [r[0] for r in rows]
 
+    def length(self, corpus: str, doc_id: str) -> Bm25Totals | None:
+        """A document's recorded pages with BM25 tokens and their length (None: none recorded)."""
+        rows = self._db.rows("SELECT pages, length FROM bm25_lengths WHERE corpus = ? AND document_id = ?",
+                             corpus, doc_id)
+        return Bm25Totals(int(rows[0][0]), int(rows[0][1])) if rows else None
+
     def indexed(self, corpus: str) -> Bm25Indexed:
-        rows = self._db.rows("SELECT avg_len, stale FROM bm25_indexed WHERE corpus = ?", corpus)
-        return Bm25Indexed(rows[0][0], bool(rows[0][1])) if rows else Bm25Indexed(None, False)
+        rows = self._db.rows("SELECT avg_len, stale, changed FROM bm25_indexed WHERE corpus = ?", corpus)
+        return Bm25Indexed(rows[0][0], bool(rows[0][1]), int(rows[0][2])) if rows else Bm25Indexed(None, False)
 
     def set_indexed(self, corpus: str, avg_len: float | None, stale: bool) -> None:
-        self._db.execute("INSERT OR REPLACE INTO bm25_indexed VALUES (?, ?, ?)", corpus, avg_len, int(stale))
+        """What the corpus's vectors are indexed with from now on (no page changed since)."""
+        self._db.execute("INSERT OR REPLACE INTO bm25_indexed (corpus, avg_len, stale, changed) VALUES (?, ?, ?, 0)",
+                         corpus, avg_len, int(stale))
+
+    def add_changed(self, corpus: str, pages: int) -> None:
+        """Count ``pages`` added or deleted since the corpus's average was set (no row yet: nothing to count)."""
+        self._db.execute("UPDATE bm25_indexed SET changed = changed + ? WHERE corpus = ?", pages, corpus)

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS bm25_lengths (
 CREATE TABLE IF NOT EXISTS facts_revisions (
     corpus TEXT PRIMARY KEY, revision INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS bm25_indexed (
-    corpus TEXT PRIMARY KEY, avg_len REAL, stale INTEGER NOT NULL);
+    corpus TEXT PRIMARY KEY, avg_len REAL, stale INTEGER NOT NULL, changed INTEGER NOT NULL DEFAULT 0);
 """
 
 CORPUS_TABLES = (("pages", "corpus"), ("documents", "corpus"), ("corpora", "name"), ("bm25_lengths", "corpus"),
@@ -44,6 +44,7 @@ class CatalogDB(SqliteDB):
     def __init__(self, path: Path) -> None:
         super().__init__(path, _SCHEMA)
         self._add_page_columns()
+        self._add_bm25_changed()
 
     def _add_page_columns(self) -> None:
         """Catalogs written before pages had a context get its columns (idempotent; old pages: none)."""
@@ -55,6 +56,12 @@ class CatalogDB(SqliteDB):
                 self._db.execute("ALTER TABLE pages ADD COLUMN bm25_text TEXT")
             if "text_chars" not in self._page_columns():  # pages written before: plain text, its length()
                 self._db.execute("ALTER TABLE pages ADD COLUMN text_chars INTEGER")
+
+    def _add_bm25_changed(self) -> None:
+        """Catalogs written before a re-weight waited for changed pages get the count (idempotent; 0: none yet)."""
+        with self._lock:
+            if "changed" not in {r[1] for r in self.rows("PRAGMA table_info(bm25_indexed)")}:
+                self._db.execute("ALTER TABLE bm25_indexed ADD COLUMN changed INTEGER NOT NULL DEFAULT 0")
 
     def _page_columns(self) -> set[str]:
         return {r[1] for r in self.rows("PRAGMA table_info(pages)")}

@@ -173,6 +173,7 @@ class JobWriter:
 
     def _finish_deletion(self, corpus: str, doc_id: str) -> None:
         if self.catalog.documents.find(corpus, doc_id) is not None:
+            bm25_stats.record_deletion(self.catalog, corpus, doc_id)
             self.catalog.documents.delete(corpus, doc_id)
         self.store.delete(corpus, FilterSpec(match={"document_id": doc_id}))
         bm25_stats.maybe_reweight(self.catalog, self.store, corpus)
@@ -194,7 +195,7 @@ class JobWriter:
         doc = Document(id=f.document_id, filename=f.filename, media_type=batches[0].media_type,
                        size_bytes=f.size_bytes, metadata=m.metadata,
                        pages=[replace(p, image_png=None) for b in batches for p in b.pages])
-        bm25_stats.record_document(self.catalog, job.corpus, doc, m.corpus_config)
+        bm25_stats.record_document(self.catalog, self.store, job.corpus, doc, m.corpus_config)
         self.catalog.documents.add(job.corpus, doc)  # the document row last: a listed document is complete
         self.jobs.set_file_state(job_id, file, FileState.DONE)
         self.spool.drop_file(job_id, file)

@@ -1,9 +1,10 @@
 """The embedded engine: qdrant-edge-py (Qdrant's Rust engine in-process), one shard per corpus.
 
 Lifecycle: one process owns ``root`` (engines are single-process); shards open lazily and
-stay open; ``close`` flushes them. A lock per shard serialises writes. Plans are translated by the one
-translator (``store/qdrant_request.py``, plan → Qdrant's request models), then mapped onto the engine's
-types (``store/edge_request.py``).
+stay open; ``close`` flushes them. ``<root>/<name>.deleted`` marks a shard that has had a deletion: its
+BM25 IDF is then counted over the live points (:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`).
+A lock per shard serialises writes. Plans are translated by the one translator (``store/qdrant_request.py``,
+plan → Qdrant's request models), then mapped onto the engine's types (``store/edge_request.py``).
 """
 
 from __future__ import annotations
@@ -54,10 +55,22 @@ class EdgeStore(VectorStore):
         self.index = index
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._deleted: dict[str, bool] = {}  # name -> the shard has had a deletion (its marker file)
         self._lock = threading.RLock()
 
     def _path(self, name: str) -> Path:
         return self.root / name
+
+    def _marker(self, name: str) -> Path:
+        return self.root / f"{name}.deleted"
+
+    def live_idf(self, name: str) -> bool:
+        """Whether the shard has had a deletion, so its IDF must be counted over the live points (the engine's
+        own count keeps deleted points until their segment is rebuilt)."""
+        with self._lock:
+            if name not in self._deleted:
+                self._deleted[name] = self._marker(name).exists()
+            return self._deleted[name]
 
     def _shard(self, name: str) -> qe.EdgeShard:
         with self._lock:
@@ -73,6 +86,8 @@ class EdgeStore(VectorStore):
         with self._lock:
             if self._path(name).exists():
                 return
+            self._marker(name).unlink(missing_ok=True)  # of a collection of that name deleted before
+            self._deleted.pop(name, None)
             shard = qe.EdgeShard.create(str(self._path(name)), edge_config(spec))
             for key in spec.keyword_indexes:
                 shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
@@ -86,6 +101,8 @@ class EdgeStore(VectorStore):
             if shard is not None:
                 shard.close()
             shutil.rmtree(self._path(name), ignore_errors=True)
+            self._marker(name).unlink(missing_ok=True)
+            self._deleted.pop(name, None)
 
     def has_collection(self, name: str) -> bool:
         return name in self._shards or self._path(name).exists()
@@ -106,6 +123,9 @@ class EdgeStore(VectorStore):
             raise ValueError("refusing to delete with an empty filter")
         with self._lock:
             shard = self._shard(name)
+            if not self.live_idf(name):  # before the points go: a crash between leaves the marker, not stale IDF
+                self._marker(name).touch()
+                self._deleted[name] = True
             shard.update(qe.UpdateOperation.delete_points_by_filter(f))
             shard.flush()
 
@@ -133,12 +153,13 @@ class EdgeStore(VectorStore):
         shard = self._shard(name)
         points = int(shard.count(qe.CountRequest(filter=None, exact=False))) \
             if self.index.full_scan_points else 0  # microseconds: the segments' sizes
+        live = self.live_idf(name)
         request = qe.QueryRequest(
             limit=node.limit, query=er.query(rq.query(node), node.using),
-            prefetches=er.prefetches(rq.prefetches(node, self.index, points)),
+            prefetches=er.prefetches(rq.prefetches(node, self.index, points, live)),
             filter=_filter(node.filter), with_payload=rq.with_payload(payload),
             with_vector=with_vectors or False,
-            params=er.search_params(rq.search_params(node, self.index, points)),
+            params=er.search_params(rq.search_params(node, self.index, points, live)),
         )
         return in_score_order([rq.to_hit(p) for p in shard.query(request)])
 

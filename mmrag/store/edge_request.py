@@ -91,11 +91,13 @@ def query(q: Any, using: str | None) -> Any:
 
 
 def search_params(params: models.SearchParams | None) -> qe.SearchParams | None:
-    if params is None or (params.quantization is None and not params.exact and params.hnsw_ef is None):
+    if params is None or (params.quantization is None and not params.exact and params.hnsw_ef is None
+                          and params.idf is None):
         return None
     quantization = None if params.quantization is None else \
         qe.QuantizationSearchParams(rescore=params.quantization.rescore)
-    return qe.SearchParams(hnsw_ef=params.hnsw_ef, quantization=quantization, exact=bool(params.exact))
+    idf = qe.IdfParams(corpus=to_filter(params.idf.corpus)) if isinstance(params.idf, models.IdfCorpusParams) else None
+    return qe.SearchParams(hnsw_ef=params.hnsw_ef, quantization=quantization, exact=bool(params.exact), idf=idf)
 
 
 def prefetches(items: list[models.Prefetch] | None) -> list[qe.Prefetch] | None:

@@ -95,25 +95,42 @@ def query(node: QueryNode) -> Any:
     return None
 
 
-def search_params(node: QueryNode, index: IndexSearch, points: int) -> models.SearchParams:
+IDF_OVER_LIVE_POINTS = models.IdfCorpusParams(corpus=models.Filter(must=[]))
+"""BM25's IDF counted over the points that exist. Without it Qdrant counts over its posting lists, which keep
+a deleted point until its segment is rebuilt (a reload, a vacuum): scores moved after a deletion, and
+again after a restart (qdrant/qdrant#6735). With the match-all corpus filter both engines count the live
+points, the same before and after a restart (tests/store/test_sparse_idf.py). It costs a query a filter
+check per posting of its terms (``python -m bench.bm25_idf_cost``), so a store sends it only for collections
+that have had a deletion (``live_idf``); without one both counts are the same."""
+
+
+def search_params(node: QueryNode, index: IndexSearch, points: int, live_idf: bool = True) -> models.SearchParams:
     """The stage's search parameters in a collection of ``points`` points. A stage that scores with a dense or
     multi-vector scans every point when ``index`` says so for that size (a sparse vector has its own inverted
-    index, exact already) and otherwise walks HNSW with ``index.hnsw_ef``; ``node.exact`` always scans."""
+    index, exact already) and otherwise walks HNSW with ``index.hnsw_ef``; ``node.exact`` always scans. A sparse
+    stage counts its IDF over the live points when ``live_idf``."""
     dense = isinstance(node.vector, np.ndarray)
     exact = node.exact or (dense and index.exact(points))
     ef = index.hnsw_ef if dense and not exact else None
     return models.SearchParams(hnsw_ef=ef, quantization=models.QuantizationSearchParams(rescore=node.rescore),
-                               exact=True if exact else None)
+                               exact=True if exact else None, idf=idf_params(node, live_idf))
 
 
-def prefetches(node: QueryNode, index: IndexSearch, points: int) -> list[models.Prefetch] | None:
+def idf_params(node: QueryNode, live_idf: bool = True) -> models.IdfCorpusParams | None:
+    """A sparse query's IDF population: the collection's live points when ``live_idf`` (ignored by spaces
+    without IDF); else the engine's own count."""
+    return IDF_OVER_LIVE_POINTS if live_idf and isinstance(node.vector, SparseVec) else None
+
+
+def prefetches(node: QueryNode, index: IndexSearch, points: int, live_idf: bool = True) -> list[models.Prefetch] | None:
     """The node's children as Qdrant prefetches (None when it has none)."""
-    return [prefetch(p, index, points) for p in node.prefetch] or None
+    return [prefetch(p, index, points, live_idf) for p in node.prefetch] or None
 
 
-def prefetch(node: QueryNode, index: IndexSearch, points: int) -> models.Prefetch:
-    return models.Prefetch(prefetch=prefetches(node, index, points), query=query(node), using=node.using,
-                           filter=to_filter(node.filter), limit=node.limit, params=search_params(node, index, points))
+def prefetch(node: QueryNode, index: IndexSearch, points: int, live_idf: bool = True) -> models.Prefetch:
+    return models.Prefetch(prefetch=prefetches(node, index, points, live_idf), query=query(node), using=node.using,
+                           filter=to_filter(node.filter), limit=node.limit,
+                           params=search_params(node, index, points, live_idf))
 
 
 def with_payload(fields: list[str] | None) -> bool | list[str]:

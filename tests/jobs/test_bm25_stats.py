@@ -101,7 +101,7 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
     before = stored(pipe, "c")
 
     quiet = pipe.ingest.file_bytes("c", similar, "similar.pdf")  # the average moves less than DRIFT: no re-weight
-    assert pipe.catalog.bm25.indexed("c") == Bm25Indexed(first, False) and "bm25_reweight" not in quiet.timings
+    assert pipe.catalog.bm25.indexed("c") == Bm25Indexed(first, False, 2) and "bm25_reweight" not in quiet.timings
     after_similar = stored(pipe, "c")
     assert all(after_similar[pid][0] == before[pid][0] for pid in before)
     assert {pid: v[0] for pid, v in after_similar.items()} == expected(pipe, "c", first)

@@ -1,0 +1,92 @@
+"""BM25's IDF after a deletion, on both engines: counted over the points that exist, and the same before
+and after a restart (the engine's own statistics keep a deleted point until its segment is rebuilt)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pytest
+
+from mmrag.store import CollectionSpec, FilterSpec, PointRecord, QueryNode, SpaceSpec, SparseVec
+from mmrag.store import qdrant_request as rq
+from mmrag.store.edge import EdgeStore
+from mmrag.store.qdrant_client_store import QdrantClientStore
+
+SPEC = CollectionSpec(spaces=(SpaceSpec("bm25", "sparse", idf=True),), keyword_indexes=("document_id",))
+QUERY = SparseVec([1, 2, 3], [1.0, 1.0, 1.0])
+
+
+def _points() -> list[PointRecord]:
+    """40 pages of 4 documents: term 1 on every page, term 2 on even pages, term 3 on odd pages and
+    with a weight growing with the page, so every page scores differently."""
+    points = []
+    for i in range(40):
+        term = 2 if i % 2 == 0 else 3
+        points.append(PointRecord(id=str(uuid.UUID(int=i + 1)),
+                                  vectors={"bm25": SparseVec([1, term], [1.0, 1.0 + i / 40])},
+                                  payload={"document_id": f"d{i % 4}", "page": i}))
+    return points
+
+
+def _expected(points: list[PointRecord]) -> dict[str, float]:
+    """Qdrant's BM25 IDF, ln((N - n + 0.5) / (n + 0.5) + 1), over ``points``, times query and stored values."""
+    df: dict[int, int] = {}
+    for p in points:
+        for t in p.vectors["bm25"].indices:  # type: ignore[union-attr]
+            df[t] = df.get(t, 0) + 1
+    n = len(points)
+    idf = {t: math.log((n - c + 0.5) / (c + 0.5) + 1) for t, c in df.items()}
+    return {p.id: sum(idf[t] * v for t, v in zip(p.vectors["bm25"].indices, p.vectors["bm25"].values,  # type: ignore[union-attr]
+                                                  strict=True) if t in QUERY.indices) for p in points}
+
+
+def _scores(store) -> dict[str, float]:
+    return {h.id: h.score for h in store.query("c", QueryNode(limit=100, using="bm25", vector=QUERY))}
+
+
+@pytest.mark.parametrize("engine", ["edge", "client"])
+def test_idf_counts_the_live_points_after_a_delete_and_after_a_restart(tmp_path, engine):
+    def open_store():
+        return EdgeStore(tmp_path / "edge") if engine == "edge" else QdrantClientStore(path=str(tmp_path / "l"))
+
+    points = _points()
+    store = open_store()
+    store.create_collection("c", SPEC)
+    store.upsert("c", points)
+    store.optimize("c")
+    assert _scores(store) == pytest.approx(_expected(points), rel=1e-4)
+
+    store.delete("c", FilterSpec(match={"document_id": "d1"}))  # 10 of the 20 pages with term 3
+    live = [p for p in points if p.payload["document_id"] != "d1"]
+    before_restart = _scores(store)
+    assert before_restart == pytest.approx(_expected(live), rel=1e-4)
+    store.close()
+
+    store = open_store()
+    after_restart = _scores(store)
+    assert after_restart == pytest.approx(before_restart, rel=1e-5)
+    assert sorted(after_restart, key=lambda k: (-after_restart[k], k)) == \
+        sorted(before_restart, key=lambda k: (-before_restart[k], k))
+    store.close()
+
+
+def test_edge_counts_the_live_points_only_once_a_shard_has_had_a_deletion(tmp_path):
+    """The live count costs a query (bench.bm25_idf_cost): a shard without deletions keeps the engine's own
+    count (the same numbers); the mark of a deletion survives a restart and goes with the collection."""
+    node = QueryNode(limit=5, using="bm25", vector=QUERY)
+    assert rq.idf_params(node) is not None and rq.idf_params(node, live_idf=False) is None
+    assert rq.idf_params(QueryNode(limit=5, using="text", vector=[0.5, 0.5])) is None
+    store = EdgeStore(tmp_path / "edge")
+    store.create_collection("c", SPEC)
+    store.upsert("c", _points())
+    assert not store.live_idf("c")
+    store.delete("c", FilterSpec(match={"document_id": "d1"}))
+    assert store.live_idf("c")
+    store.close()
+    store = EdgeStore(tmp_path / "edge")
+    assert store.live_idf("c")
+    store.delete_collection("c")
+    store.create_collection("c", SPEC)
+    assert not store.live_idf("c")
+    store.close()
