@@ -84,7 +84,9 @@ class LocalApplication:
         self.pipeline.corpora.delete_corpus(corpus)
 
     def ensure_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> None:
-        self.principal.check("admin", corpus, f"unknown corpus {corpus!r}")
+        if self.principal.sees(corpus) and self.pipeline.corpora.exists(corpus):
+            return  # nothing to create: the key's corpus as it is
+        self.principal.check("admin", corpus, f"unknown corpus {corpus!r}")  # creating one takes an admin key
         if config:
             from mmrag.config import CorpusConfig
 
