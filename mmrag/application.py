@@ -77,6 +77,10 @@ class Application(Protocol):
         """The same application as ``principal`` sees it."""
         ...
 
+    def health(self) -> dict[str, Any]:
+        """Which spaces can serve and why any is off, the store, the text model's kernels (``GET /health``)."""
+        ...
+
     # corpora --------------------------------------------------------------------------
     def corpora(self) -> list[dict[str, Any]]:
         """The corpora this principal sees: ``{"name", "config", "documents", "pages", "created_at"}``."""

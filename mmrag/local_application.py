@@ -61,6 +61,9 @@ class LocalApplication:
     def _read(self, corpus: str) -> None:
         self.principal.check("read", corpus, f"unknown corpus {corpus!r}")
 
+    def health(self) -> dict[str, Any]:
+        return self.pipeline.health()
+
     # corpora --------------------------------------------------------------------------
     def corpora(self) -> list[dict[str, Any]]:
         return [corpus_json(r) for r in self.pipeline.corpora.listed() if self.principal.sees(r.name)]

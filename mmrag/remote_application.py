@@ -61,6 +61,9 @@ class RemoteApplication:
             size += n
         return [g for g in groups if g]
 
+    def health(self) -> dict[str, Any]:
+        return self.client.health()
+
     # corpora --------------------------------------------------------------------------
     def corpora(self) -> list[dict[str, Any]]:
         return self.client.corpora()

@@ -19,7 +19,7 @@ router = APIRouter(tags=["health"])
 def health(request: Request) -> HealthOut:
     """Liveness plus which spaces can serve, why any is off (one line each, and in full), and how converters
     are isolated."""
-    info = request.app.state.pipeline.health()
+    info = request.app.state.application.health()
     isolation = isolation_state(request.app.state.settings.ingest.convert_isolation).as_dict()
     return HealthOut(status="ok", version=__version__, **info, convert_isolation=isolation)
 
