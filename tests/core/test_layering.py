@@ -53,3 +53,19 @@ def test_shells_reach_no_part_of_the_root_through_attributes() -> None:
     found = {str(p.relative_to(ROOT)): past_the_root.findall(p.read_text()) for p in shells}
     assert len(shells) > 30 and {p: uses for p, uses in found.items() if uses} == {}
     assert past_the_root.search("x = app.state.pipeline.catalog.corpora.listed()")  # the check sees one
+
+
+def test_the_doors_reach_the_root_only_through_the_application() -> None:
+    """The doors of contract ``doors-call-the-application`` import no part of the root, and none reaches it
+    through an attribute either (``request.app.state.pipeline``, ``backend.pipeline``): they hold an application."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    doors = next(c for c in contracts if c.get("id") == "doors-call-the-application")["source_modules"]
+    files = [ROOT / (name.replace(".", "/") + ".py") for name in doors]
+    assert len(files) >= 10 and all(f.is_file() for f in files)
+    # a pipeline object's attribute; not a suite spec's pipeline settings, nor the module mmrag.pipeline
+    reach = re.compile(r"(?<!spec)(?<!mmrag)\.pipeline\b|(?<![.\w])pipeline\.\w")
+    mentions = {str(f.relative_to(ROOT)): reach.findall(f.read_text()) for f in files}
+    # the CLI's two maintenance commands own the data folder outright (folder_pipeline: no server may run)
+    mentions["cli/commands.py"] = [m for m in mentions["cli/commands.py"] if m != "pipeline.c"]  # .corpora.re...
+    assert reach.search("pipeline = request.app.state.pipeline") and not reach.search("suite.spec.pipeline.top_k")
+    assert {f: found for f, found in mentions.items() if found} == {}
