@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,7 +137,7 @@ def main() -> None:
             procs.append(start_worker("gpu", env, folder / "worker-gpu.log"))
             http = httpx.Client(base_url=url, timeout=600)
 
-            def arm(n: int):  # type: ignore[no-untyped-def]
+            def arm(n: int) -> Callable[[int], float]:
                 def one(r: int) -> float:
                     print(f"  w{n} round {r + 1}: starting {n} cpu workers, load {os.getloadavg()[0]:.2f}", flush=True)
                     cpu = [start_worker("cpu", env, folder / f"worker-cpu-{n}-{r}-{i}.log") for i in range(n)]
