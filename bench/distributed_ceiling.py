@@ -18,11 +18,13 @@ pages/s = pages / (summed ``write`` seconds + ``bm25_reweight``), what the one w
 (catalog rows, page images, upsert into the store; the job's ``optimize`` is not timed by the job and is left
 out); ``writer_busy`` = that writer time / the job's wall time (near 1: the writer caps the cluster). The summed
 ``parse`` and ``embed`` seconds are printed per run too (summed over workers, so above the wall time when
-workers overlap).
+workers overlap). ``owner_cpu_pps`` = pages / the CPU seconds the ``mmrag serve`` process used during the job: a
+bound on the writer that counts everything it does (finishing files, the document rows, ``optimize``) and the
+API's own work beside it (the upload, the job polls).
 
     python -m bench.distributed_ceiling [--workers 1,2,4] [--rounds 2] [--files GLOB]
 
-ends with ``RESULT pps_w1=.. pps_w1_lo=.. pps_w1_hi=.. pps_w2=.. .. writer_pps=.. writer_busy_w<max>=..
+ends with ``RESULT pps_w1=.. pps_w1_lo=.. pps_w1_hi=.. pps_w2=.. .. writer_pps=.. owner_cpu_pps=.. writer_busy_w<max>=..
 pages=..`` and the load.
 """
 
@@ -59,6 +61,7 @@ class Run:
     pages: int
     wall_s: float  # finished_at - created_at
     timings: dict[str, float]  # stage -> seconds summed over batches
+    owner_cpu_s: float  # CPU seconds of the `mmrag serve` process during the job (writer thread, API, polls)
 
     @property
     def pps(self) -> float:
@@ -76,6 +79,18 @@ class Run:
     def writer_busy(self) -> float:
         return self.writer_s / self.wall_s
 
+    @property
+    def owner_pps(self) -> float:
+        """Pages per CPU second of the owner: a bound on the writer that counts all it does (finishing files,
+        the document rows, ``optimize``) and the API's work beside it."""
+        return self.pages / self.owner_cpu_s
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 def start_worker(role: str, env: dict[str, str], log: Path, timeout_s: float = 120.0) -> subprocess.Popen[bytes]:
     """``mmrag worker <role>`` (one task at a time), returned once Celery says it is ready."""
@@ -90,8 +105,10 @@ def start_worker(role: str, env: dict[str, str], log: Path, timeout_s: float = 1
     return proc
 
 
-def ingest(http: httpx.Client, corpus: str, files: list[Path], timeout_s: float) -> Run:
-    """One job of ``files`` into a new corpus ``corpus``, waited for until it is done."""
+def ingest(http: httpx.Client, corpus: str, files: list[Path], timeout_s: float, owner: int) -> Run:
+    """One job of ``files`` into a new corpus ``corpus``, waited for until it is done; ``owner``: the PID of
+    ``mmrag serve``."""
+    cpu0 = cpu_seconds(owner)
     assert http.post("/corpora", json={"name": corpus}).status_code == 201
     r = http.post(f"/corpora/{corpus}/documents", files=[("files", (p.name, p.read_bytes())) for p in files])
     assert r.status_code == 202, r.text
@@ -103,7 +120,7 @@ def ingest(http: httpx.Client, corpus: str, files: list[Path], timeout_s: float)
         time.sleep(0.2)
     if job["state"] != "done" or job["errors"] or job["pages_done"] != job["pages_total"]:
         raise RuntimeError(f"job {job_id} did not ingest every page: {job}")
-    return Run(job["pages_done"], job["finished_at"] - job["created_at"], job["timings"])
+    return Run(job["pages_done"], job["finished_at"] - job["created_at"], job["timings"], cpu_seconds(owner) - cpu0)
 
 
 def main() -> None:
@@ -132,8 +149,9 @@ def main() -> None:
         api = free_port()
         url = f"http://127.0.0.1:{api}"
         try:
-            procs.append(start_server([sys.executable, "-m", "cli", "serve", "--port", str(api)], f"{url}/health",
-                                      env=env, log=folder / "server.log"))
+            server = start_server([sys.executable, "-m", "cli", "serve", "--port", str(api)], f"{url}/health",
+                                  env=env, log=folder / "server.log")
+            procs.append(server)
             procs.append(start_worker("gpu", env, folder / "worker-gpu.log"))
             http = httpx.Client(base_url=url, timeout=600)
 
@@ -142,7 +160,7 @@ def main() -> None:
                     print(f"  w{n} round {r + 1}: starting {n} cpu workers, load {os.getloadavg()[0]:.2f}", flush=True)
                     cpu = [start_worker("cpu", env, folder / f"worker-cpu-{n}-{r}-{i}.log") for i in range(n)]
                     try:
-                        run = ingest(http, f"w{n}r{r}", files, args.timeout)
+                        run = ingest(http, f"w{n}r{r}", files, args.timeout, server.pid)
                     finally:
                         for p in cpu:
                             stop_server(p)
@@ -150,6 +168,7 @@ def main() -> None:
                     t = run.timings
                     print(f"  w{n} round {r + 1}: {run.pages} pages in {run.wall_s:.1f}s = {run.pps:.2f} pages/s; "
                           f"writer {run.writer_s:.1f}s ({run.writer_pps:.1f} pages/s, busy {run.writer_busy:.0%}); "
+                          f"owner CPU {run.owner_cpu_s:.1f}s ({run.owner_pps:.1f} pages/s); "
                           f"summed parse {t.get('parse', 0):.1f}s embed {t.get('embed', 0):.1f}s "
                           f"plan {t.get('plan', 0):.1f}s; load {os.getloadavg()[0]:.2f}", flush=True)
                     return run.pps
@@ -164,6 +183,7 @@ def main() -> None:
     top = f"w{max(counts)}"
     print(result_line({**{f"pps_{name}": interval([r.pps for r in rs]) for name, rs in runs.items()},
                        "writer_pps": interval([r.writer_pps for r in every]),
+                       "owner_cpu_pps": interval([r.owner_pps for r in every]),
                        f"writer_busy_{top}": interval([r.writer_busy for r in runs[top]]),
                        "pages": every[0].pages, "rounds": args.rounds, "cores": os.cpu_count() or 1}))
 
