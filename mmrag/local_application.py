@@ -87,9 +87,10 @@ class LocalApplication:
         self.pipeline.corpora.delete_corpus(corpus)
 
     def ensure_corpus(self, corpus: str, config: dict[str, Any] | None = None) -> None:
-        if self.principal.sees(corpus) and self.pipeline.corpora.exists(corpus):
-            return  # nothing to create: the key's corpus as it is
-        self.principal.check("admin", corpus, f"unknown corpus {corpus!r}")  # creating one takes an admin key
+        if not self.principal.allows("admin", corpus):  # a key that may not create corpora: its own must exist
+            self._read(corpus)
+            self.pipeline.corpora.config(corpus)  # NotFound for an unknown corpus
+            return
         if config:
             from mmrag.config import CorpusConfig
 
