@@ -12,7 +12,8 @@ from api.deps import ApplicationDep, GateDep, PrincipalDep, ServiceDep
 from api.errors import responses
 from api.schemas import CompareIn, CompareOut, EvaluationIn, EvaluationOut
 from mmrag.access import Principal
-from mmrag.errors import Forbidden
+from mmrag.application import Application
+from mmrag.errors import Forbidden, NotFound
 from mmrag.evaluate.service import EvalJob, EvaluationService
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
@@ -27,6 +28,14 @@ def list_suites(service: ServiceDep, _: PrincipalDep) -> list[str]:
     return service.suites()
 
 
+def corpus_exists(application: Application, corpus: str) -> bool:
+    try:
+        application.corpus(corpus)
+    except NotFound:
+        return False
+    return True
+
+
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=EvaluationOut,
              responses=responses(400, 404, 422, 503))
 def start_evaluation(body: EvaluationIn, service: ServiceDep, application: ApplicationDep, gate: GateDep,
@@ -37,8 +46,7 @@ def start_evaluation(body: EvaluationIn, service: ServiceDep, application: Appli
 
     def allow(corpus: str) -> None:
         principal.check("write", corpus, f"unknown suite {body.suite!r}")
-        exists = corpus in {c["name"] for c in application.as_principal(principal).corpora()}
-        if principal.key is not None and principal.key.scope != "admin" and not exists:
+        if principal.key is not None and principal.key.scope != "admin" and not corpus_exists(application, corpus):
             raise Forbidden(f"the suite's corpus {corpus!r} does not exist, and a {principal.key.scope} key never "
                             "creates one: create it with an admin key first")
         if principal.key is not None:

@@ -80,8 +80,10 @@ def model_corpus(model: str, application: Application) -> tuple[str, list[str] |
     corpus, _, profile = model.partition(":")
     missing = NotFound(f"The model `{model}` does not exist or you do not have access to it.",
                        detail={"param": "model", "code": "model_not_found"})
-    if corpus not in {c["name"] for c in application.corpora()}:  # the corpora the key sees
-        raise missing
+    try:
+        application.corpus(corpus)  # NotFound for a corpus the key cannot see, or that does not exist
+    except NotFound as exc:
+        raise missing from exc
     spaces = [s for s in re.split(r"[+,]", profile) if s] if profile else None
     unknown = sorted(set(spaces or ()) - set(space_names()))
     if unknown:
