@@ -10,18 +10,7 @@ from api.auth import AuthGate, get_gate, require
 from mmrag.access import Principal
 from mmrag.evaluate.ranker_training import RankerTraining
 from mmrag.evaluate.service import EvaluationService
-from mmrag.jobs.runner import JobRunner
-from mmrag.jobs.state import JobStore
 from mmrag.local_application import LocalApplication
-from mmrag.pipeline import Pipeline
-
-
-def get_pipeline(request: Request) -> Pipeline:
-    pipeline: Pipeline = request.app.state.pipeline
-    return pipeline
-
-
-PipelineDep = Annotated[Pipeline, Depends(get_pipeline)]
 
 
 def get_application(request: Request) -> LocalApplication:
@@ -34,14 +23,6 @@ def get_application(request: Request) -> LocalApplication:
 ApplicationDep = Annotated[LocalApplication, Depends(get_application)]
 
 
-def get_runner(pipeline: PipelineDep) -> JobRunner:
-    return pipeline.runner
-
-
-def get_job_store(pipeline: PipelineDep) -> JobStore:
-    return pipeline.jobs
-
-
 def get_evaluations(request: Request) -> EvaluationService:
     service: EvaluationService = request.app.state.evaluations
     return service
@@ -52,8 +33,6 @@ def get_rankers(request: Request) -> RankerTraining:
     return rankers
 
 
-RunnerDep = Annotated[JobRunner, Depends(get_runner)]
-StoreDep = Annotated[JobStore, Depends(get_job_store)]
 ServiceDep = Annotated[EvaluationService, Depends(get_evaluations)]
 RankersDep = Annotated[RankerTraining, Depends(get_rankers)]
 
