@@ -53,7 +53,10 @@ def main() -> None:
     ap.add_argument("--terms", type=int, default=150, help="terms drawn per page (before duplicates merge)")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--quick", action="store_true", help="short mode: 2,000 and 10,000 points, 20 queries, 4 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.sizes, args.queries, args.rounds = "2000,10000", 20, 4
     rng = np.random.default_rng(0)
     queries = [qe.SparseVector(indices=(q := _terms(rng, 8)), values=[1.0] * len(q)) for _ in range(args.queries)]
     values: dict[str, Estimate | float | int | str] = {}

@@ -129,7 +129,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--files", default=str(SEC_10Q / "2022 Q3 *.pdf"), help="glob of the PDFs each run ingests")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one job may take")
+    ap.add_argument("--quick", action="store_true", help="short mode: 1 and 2 workers, 2 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.workers, args.rounds = "1,2", 2
     counts = [int(n) for n in args.workers.split(",")]
     files = sorted(Path(p) for p in glob.glob(args.files))
     if not files:

@@ -72,7 +72,10 @@ def main() -> None:
     ap.add_argument("--share", type=int, default=1, help="MMRAG_JOBS__CORPUS_SHARE (0: no bound)")
     ap.add_argument("--settle", type=float, default=10.0,
                     help="seconds after each arm (a killed bomb's parse worker is replaced meanwhile)")
+    ap.add_argument("--quick", action="store_true", help="short mode: 4 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds = 4
 
     from tests.jobs.hostile_pdfs import nested_xobjects
 

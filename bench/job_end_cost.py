@@ -63,7 +63,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,10000", help="small,large: pages of the two corpora")
     ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--quick", action="store_true", help="short mode: 500,2000 pages, 4 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.sizes, args.rounds = "500,2000", 4
     small, large = (int(x) for x in args.sizes.split(","))
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
