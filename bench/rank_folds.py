@@ -4,7 +4,11 @@ with the hand-set page prior: ``MMRAG_RETRIEVE__RANKING__RANKER=off``) and by a 
 company (or document family; ``--fold-by kind``: kind of document, leave one kind out) of the training suites,
 never on a page of a document the scored fold asks about; candidate recall of the first stage alone and with
 the pages of its best documents; the ranker's cost per query. ``--check`` suites (written by others,
-never trained on) are scored once by the ranker trained on every training question.
+never trained on) are scored once by the ranker trained on every training question; ``--extra`` suites are
+training data for every fold, never scored (the filings' statements beside a check's leave-one-kind-out folds).
+``--by-tag FAMILY`` breaks the scored questions down by their ``FAMILY:`` tags (``kind``, ``evidence``), each
+against today's order and, with ``--versus RUN`` (an ``mmrag eval run`` of the same suite: BM25 over pages),
+against that run's ranking, paired by question.
 
 Each suite is read from a data folder where ``mmrag eval run`` ingested it (``SUITE@DATA_DIR``)::
 
@@ -14,6 +18,13 @@ Each suite is read from a data folder where ``mmrag eval run`` ingested it (``SU
 Leave one kind out on MMLongBench-Doc's shared third (each question searched within its document)::
 
     python -m bench.rank_folds --suite eval/suites/mmlongbench-dev@/work/data-h3/data --fold-by kind
+
+Leave one kind out with the development suites as training data in every fold, broken down by evidence and
+against BM25 over pages::
+
+    python -m bench.rank_folds --suite eval/suites/mmlongbench-dev@DATA --fold-by kind \
+        --extra eval/suites/filings-few@DIR1 --extra eval/suites/docling@DIR2 \
+        --by-tag kind --by-tag evidence --versus BM25_RUN
 
 Quality is deterministic (no rounds); intervals are 95 % bootstrap over questions, differences paired.
 ``--latency N`` times N rounds of every training question's search with the ranker and without,
@@ -43,6 +54,7 @@ from mmrag.evaluate.rank_data import (
     collect_questions,
     collect_suite,
     cross_validate,
+    page_metrics,
     question_columns,
     score_questions,
     stack,
@@ -148,6 +160,45 @@ def against(scores: Sequence[QuestionScore], other: list[dict[str, Any]]) -> dic
     return out
 
 
+def run_rankings(run: Path) -> dict[str, list[str]]:
+    """Each query's page ranking (``file#page``, best first) in an ``mmrag eval run`` output folder."""
+    out = {}
+    for line in (run / "queries.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        out[row["id"]] = [hit["doc"] for hit in row["ranking"]]
+    return out
+
+
+def by_tag(scores: Sequence[QuestionScore], questions: Sequence[QuestionRows], tags: dict[str, list[str]],
+           family: str, versus: dict[str, list[str]] | None) -> dict[str, Estimate]:
+    """Page nDCG@5 of the scored questions per ``family:`` tag (a question counts under each of its tags): today's
+    order, the ranker, their paired difference and, with ``versus``, the ranker minus that run's ranking."""
+    judged = {(q.suite, q.query_id): q.judged for q in questions}
+    groups: dict[str, list[QuestionScore]] = defaultdict(list)
+    for s in scores:
+        for tag in tags.get(s.query_id, []):
+            if tag.startswith(f"{family}:"):
+                groups[tag.removeprefix(f"{family}:")].append(s)
+    out: dict[str, Estimate] = {}
+    print(f"{family:24} {'n':>3} {'off':>6} {'ranker':>6} {'ranker - off (95% CI)':>24}"
+          + (f" {'versus':>6} {'ranker - versus':>24}" if versus else ""))
+    for value, rows in sorted(groups.items()):
+        off = [r.baseline["ndcg@5"] for r in rows]
+        ranked = [r.ranked["ndcg@5"] for r in rows]
+        d = mean([a - b for a, b in zip(ranked, off, strict=True)])
+        label = f"{family}_{value}".replace("-", "_").replace(" ", "_")
+        out[f"{label}_ndcg5"], out[f"{label}_delta"] = mean(ranked), d
+        line = (f"{value:24} {len(rows):>3} {np.mean(off):6.3f} {np.mean(ranked):6.3f} "
+                f"{d.value:+7.3f} ({d.lo:+.3f}..{d.hi:+.3f})")
+        if versus is not None:
+            other = [page_metrics(versus.get(r.query_id, []), judged[r.suite, r.query_id])["ndcg@5"] for r in rows]
+            v = mean([a - b for a, b in zip(ranked, other, strict=True)])
+            out[f"{label}_vs_run"] = v
+            line += f" {np.mean(other):6.3f} {v.value:+7.3f} ({v.lo:+.3f}..{v.hi:+.3f})"
+        print(line)
+    return out
+
+
 def candidate_recall(questions: Sequence[QuestionRows]) -> None:
     """Share of questions with a judged page among the first stage's candidates, and with the added pages."""
     first = [float(any(q.judged.get(k, 0) > 0 for k, f in zip(q.keys, q.first, strict=True) if f))
@@ -209,6 +260,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", action="append", required=True, help="training suite SUITE@DATA_DIR (repeatable)")
     ap.add_argument("--check", action="append", default=[], help="suite scored once, never trained on")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="suite SUITE@DATA_DIR every fold's ranker also trains on, never scored (repeatable)")
+    ap.add_argument("--by-tag", action="append", default=[],
+                    help="break the scored questions down by this tag family (kind, evidence; repeatable)")
+    ap.add_argument("--versus", type=Path, default=None,
+                    help="an `mmrag eval run` output of the scored suite: the ranker minus its ranking, per tag")
     ap.add_argument("--latency", type=int, default=0, help="rounds of the search latency comparison (0: none)")
     ap.add_argument("--model-out", type=Path, default=None, help="also save the model trained on every question")
     ap.add_argument("--cache", type=Path, default=None, help="keep the collected candidates here (a sweep reads them)")
@@ -238,16 +295,26 @@ def main() -> None:
         if args.reference_questions else []
     if written:
         print(f"{len(written)} reference questions written from the documents (training only)")
-    scores = cross_validate(questions, [*questions, *written], features=features, rounds=rounds, params=params)
+    extra = [q for spec in args.extra for q in collect(spec, args.cache, args.fold_by)]
+    if extra:
+        print(f"{len(extra)} questions of {len(args.extra)} suite(s) as training data in every fold")
+    scores = cross_validate(questions, [*questions, *written, *extra], features=features, rounds=rounds,
+                            params=params)
     fold_table(scores)
+    tags = {q.id: q.tags for spec in args.suite for q in load_suite(suite_arg(spec)[0]).queries} \
+        if args.by_tag else {}
+    versus = run_rankings(args.versus) if args.versus else None
     values: dict[str, Estimate | float | int | str] = {}
+    for family in args.by_tag:
+        values.update(by_tag(scores, questions, tags, family, versus))
     for suite in sorted({s.suite for s in scores}):
         values.update(summary([s for s in scores if s.suite == suite], suite.replace("-", "_")))
     if args.scores_out:
         args.scores_out.write_text(json.dumps([asdict(s) for s in scores]))
     if args.against:
         values.update(against(scores, json.loads(args.against.read_text())))
-    full = train_ranker(*stack([*questions, *written], features), rounds=rounds, params=params, features=features)
+    full = train_ranker(*stack([*questions, *written, *extra], features), rounds=rounds, params=params,
+                        features=features)
     if args.model_out:
         full.save(args.model_out)
     for spec in args.check:

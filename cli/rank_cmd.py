@@ -35,14 +35,21 @@ def train_command(
                                                     "yours and make the model that corpus's own ranker when it "
                                                     "wins on the folds it was not trained on.")] = None,
     force: Annotated[bool, typer.Option(help="With --corpus: install the model even where it does not win.")] = False,
+    features: Annotated[str, typer.Option(help="Feature set the model reads: base (the shipped model's) or "
+                                               "references (also the page, slide, figure and table numbers a "
+                                               "question names; docs/retrieval.md).")] = "base",
 ) -> None:
     """Train a ranker on SUITES; print leave-one-fold-out page nDCG@5 before (today's order) and after."""
     from mmrag.evaluate.rank_data import collect_suite, cross_validate, stack, suite_questions
     from mmrag.evaluate.ranker_training import check_folds, summarise, train_corpus_ranker
     from mmrag.evaluate.suite import load_suite
+    from mmrag.retrieve.rank_features import FEATURE_SETS
     from mmrag.retrieve.ranker import train_ranker
 
     try:
+        if features not in FEATURE_SETS:
+            raise InvalidInput(f"--features {features!r}: one of {', '.join(sorted(FEATURE_SETS))}")
+        names = FEATURE_SETS[features]
         if corpus:
             if len(suites) != 1:
                 raise InvalidInput("--corpus takes one suite (its judgments name the corpus's files)")
@@ -50,7 +57,7 @@ def train_command(
             pipeline = _pipeline(folder)
             try:
                 report, model = train_corpus_ranker(pipeline.retriever, corpus, suite_questions(load_suite(path)),
-                                                    force=force)
+                                                    force=force, features=names)
             finally:
                 pipeline.close()
             _print(report)
@@ -68,8 +75,8 @@ def train_command(
             finally:
                 pipeline.close()
         check_folds(questions)
-        _print(summarise(cross_validate(questions)))
-        _save(train_ranker(*stack(questions)), out)
+        _print(summarise(cross_validate(questions, features=names)))
+        _save(train_ranker(*stack(questions, names), features=names), out)
     except MMRAGError as exc:
         console.print(f"[red]error:[/red] {exc.message}")
         raise typer.Exit(2) from exc

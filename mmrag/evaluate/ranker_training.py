@@ -27,6 +27,7 @@ from mmrag.catalog import Catalog
 from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound
 from mmrag.evaluate.rank_data import JudgedQuestion, QuestionScore, collect_questions, cross_validate, stack
 from mmrag.evaluate.stats import paired_bootstrap_ci
+from mmrag.retrieve.rank_features import FEATURES
 from mmrag.retrieve.search import RANKER_FILE, Retriever
 
 if TYPE_CHECKING:
@@ -97,16 +98,16 @@ def check_folds(questions: Sequence[Folded]) -> None:
 
 
 def train_corpus_ranker(retriever: Retriever, corpus: str, questions: Sequence[JudgedQuestion], *,
-                        force: bool = False, progress: Callable[[int, int], None] | None = None
-                        ) -> tuple[TrainingReport, PageRanker]:
-    """Train on ``questions`` searched in ``corpus``; install the model as the corpus's own when it wins
-    beyond its interval on the folds it was not trained on (or ``force``); write the report beside it."""
+                        force: bool = False, progress: Callable[[int, int], None] | None = None,
+                        features: Sequence[str] = FEATURES) -> tuple[TrainingReport, PageRanker]:
+    """Train a model of ``features`` on ``questions`` searched in ``corpus``; install it as the corpus's own when
+    it wins beyond its interval on the folds it was not trained on (or ``force``); write the report beside it."""
     from mmrag.retrieve.ranker import train_ranker
 
     check_folds(questions)
     rows = collect_questions(retriever, corpus, questions, progress=progress)
-    report = summarise(cross_validate(rows))
-    model = train_ranker(*stack(rows))
+    report = summarise(cross_validate(rows, features=features))
+    model = train_ranker(*stack(rows, features), features=features)
     folder = retriever.catalog.corpora.folder(corpus)
     install = report.wins or force
     if install:

@@ -97,8 +97,8 @@ REFERENCE_FEATURES: tuple[str, ...] = (
 """What the question names by number against the page (:mod:`mmrag.retrieve.references`)."""
 ALL_FEATURES: tuple[str, ...] = FEATURES + REFERENCE_FEATURES
 FEATURE_SETS: dict[str, tuple[str, ...]] = {"base": FEATURES, "references": ALL_FEATURES}
-"""The feature sets a ranker is trained on by name (``bench.rank_folds --features``); ``mmrag rank train``, a
-corpus's own ranker and the shipped model use ``base``."""
+"""The feature sets a ranker is trained on by name (``bench.rank_folds --features``, ``mmrag rank train
+--features``); the shipped model and a corpus's own ranker trained over REST use ``base``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,3 +45,13 @@ def test_a_corpus_trains_and_installs_its_own_ranker_from_its_users_suite(tmp_pa
     refused = CliRunner().invoke(app, ["rank", "train", str(suite), str(suite), "--data-dir", str(data_dir),
                                        "--corpus", "mine"], env=env)
     assert refused.exit_code == 2 and "--corpus takes one suite" in refused.output
+    assert "ref_page" not in load_ranker(out).features
+    references = tmp_path / "references.txt"
+    result = CliRunner().invoke(app, ["rank", "train", str(suite), "--data-dir", str(data_dir), "--out",
+                                      str(references), "--corpus", "mine", "--force", "--features", "references"],
+                                env=env)
+    assert result.exit_code == 0, result.output
+    assert {"ref_page", "ref_caption"} <= set(load_ranker(references).features)
+    unknown = CliRunner().invoke(app, ["rank", "train", str(suite), "--data-dir", str(data_dir),
+                                       "--features", "colour"], env=env)
+    assert unknown.exit_code == 2 and "one of base, references" in unknown.output
