@@ -307,6 +307,8 @@ def main() -> None:
     values: dict[str, Estimate | float | int | str] = {}
     for family in args.by_tag:
         values.update(by_tag(scores, questions, tags, family, versus))
+    if versus is not None:  # every scored question against the other run, whatever its tags
+        values.update(by_tag(scores, questions, {s.query_id: ["all:questions"] for s in scores}, "all", versus))
     for suite in sorted({s.suite for s in scores}):
         values.update(summary([s for s in scores if s.suite == suite], suite.replace("-", "_")))
     if args.scores_out:

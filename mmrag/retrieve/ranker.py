@@ -29,7 +29,8 @@ PARAMS: dict[str, Any] = {
     "lambdarank_truncation_level": 20, "verbose": -1, "seed": 7, "deterministic": True, "num_threads": 1,
 }
 """Training parameters: small trees, few rounds (about a hundred judged questions; chosen on the
-leave-one-company-out folds of the filings suite, docs/benchmarks.md)."""
+leave-one-company-out folds of the filings suite, docs/benchmarks.md; re-checked against leaves of 5-20 rows and
+15 leaves on the development folds, issue 40: docs/evaluation.md, "mmlongbench-dev, one model of several kinds")."""
 ROUNDS = 300
 
 
