@@ -298,6 +298,8 @@ def main() -> None:
     extra = [q for spec in args.extra for q in collect(spec, args.cache, args.fold_by)]
     if extra:
         print(f"{len(extra)} questions of {len(args.extra)} suite(s) as training data in every fold")
+        if shared := sorted({q.fold for q in extra} & {q.fold for q in questions}):
+            print(f"note: extra questions in scored folds {shared} are left out of those folds' training")
     scores = cross_validate(questions, [*questions, *written, *extra], features=features, rounds=rounds,
                             params=params)
     fold_table(scores)
