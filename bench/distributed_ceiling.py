@@ -92,9 +92,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_worker(role: str, env: dict[str, str], log: Path, timeout_s: float = 120.0) -> subprocess.Popen[bytes]:
-    """``mmrag worker <role>`` (one task at a time), returned once Celery says it is ready."""
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "worker", role, "--concurrency", "1", "--pool", "solo"],
+def start_worker(role: str, env: dict[str, str], log: Path, timeout_s: float = 120.0,
+                 entry: str = "cli") -> subprocess.Popen[bytes]:
+    """``mmrag worker <role>`` (one task at a time; ``entry``: the module that runs the CLI), returned once
+    Celery says it is ready."""
+    proc = subprocess.Popen([sys.executable, "-m", entry, "worker", role, "--concurrency", "1", "--pool", "solo"],
                             env={**os.environ, **OFFLINE, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout_s
     while " ready." not in log.read_text(errors="replace"):

@@ -3,9 +3,12 @@
 The probes change no behaviour of the server; they only say where it is, so the harness can SIGKILL it
 inside a chosen stage. Each probe appends a line to the file named by ``MMRAG_FAULT_PROBE``::
 
-    <monotonic seconds> <thread id> enter|exit <stage>      a stage (below) starts or ends on that thread
-    <monotonic seconds> <thread id> step <write>           a durable write (spool file, store update,
-                                                            catalog or job-state row) has returned
+    <monotonic seconds> <pid>:<thread id> enter|exit <stage>   a stage (below) starts or ends on that thread
+    <monotonic seconds> <pid>:<thread id> step <write>        a durable write (spool file, store update,
+                                                               catalog or job-state row) has returned
+
+Several processes may share the file (the server and, on the distributed path, its Celery workers, started
+as ``python -m bench.fault_probe worker ROLE ...``): the pid says which one to kill.
 
 Stages: ``plan``, ``parse``, ``embed`` (the worker stages), ``write`` (the writer's batch commit: page
 images + points + the batch recorded), ``finish_file`` (the document's catalog row), ``reweight`` (BM25
@@ -53,7 +56,7 @@ def _emit(event: str, name: str) -> None:
     if _out is None:
         return
     with _lock:
-        _out.write(f"{time.monotonic():.6f} {threading.get_ident()} {event} {name}\n")
+        _out.write(f"{time.monotonic():.6f} {os.getpid()}:{threading.get_ident()} {event} {name}\n")
         _out.flush()
 
 
@@ -125,7 +128,7 @@ def install(path: str) -> None:
     threading.Thread(target=_checks, args=(Path(path),), daemon=True, name="fault-probe-checks").start()
     from mmrag.catalog.bm25_lengths import Bm25Statistics
     from mmrag.catalog.documents import DocumentTable
-    from mmrag.jobs import bm25_stats, runner
+    from mmrag.jobs import bm25_stats, runner, stages
     from mmrag.jobs.spool import Spool
     from mmrag.jobs.state import JobStore
     from mmrag.jobs.writer import JobWriter
@@ -138,7 +141,8 @@ def install(path: str) -> None:
         _writers.append(self)
 
     JobWriter.__init__ = keep  # type: ignore[method-assign]
-    runner.run_stage = stage(lambda ctx, work: work.stage, runner.run_stage)  # type: ignore[assignment]
+    stages.run_stage = stage(lambda ctx, work: work.stage, stages.run_stage)  # the Celery tasks' (imported later)
+    runner.run_stage = stages.run_stage  # type: ignore[assignment]  # the embedded runner's (imported already)
     JobWriter._write = stage("write", JobWriter._write)  # type: ignore[method-assign]
     JobWriter._maybe_finish_file = stage("finish_file", JobWriter._maybe_finish_file)  # type: ignore[method-assign]
     JobWriter.delete_document = stage("delete", JobWriter.delete_document)  # type: ignore[method-assign]

@@ -28,8 +28,8 @@ differ only in the order of equal scores).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -45,6 +45,7 @@ import httpx
 
 from bench._http import ROOT, free_port, start_server, stop_server
 from bench._stats import machine_line, result_line
+from bench.fault_aims import Aim, aims_from, kill_when
 from bench.fault_check import Expected, Findings, Ranking, compare_rankings, expected_json, ranking
 from tests.fixtures.fake_embedders import BACKENDS_ENV
 
@@ -76,9 +77,6 @@ SCRIPT = [
     Op(delete=("b", FORMATS / "pptx/powerpoint_sample.pptx")),
     Op(uploads={"a": [DOCLING / "code_and_formula.pdf"], "c": [DOCLING / "right_to_left_02.pdf"]}),
 ]
-STAGES = ("parse", "embed", "write", "finish_file", "reweight", "optimize", "delete")
-STEPS = {"parse": 3, "embed": 1, "write": 2, "finish_file": 2, "reweight": 2, "optimize": 1, "delete": 2}
-"""The writes of each stage (spool files, store updates, catalog and job rows; a nested stage's not counted)."""
 QUERIES = ["table of results", "page number", "lorem ipsum dolor sit amet", "formula code listing",
            "maintenance handbook", "model layout analysis", "chart presentation slide"]
 ENV = {**BACKENDS_ENV, "MMRAG_EMBED__TEXT_MODEL": "fake:384", "MMRAG_EMBED__CLIP_MODEL": "",
@@ -90,12 +88,13 @@ JOB_TIMEOUT_S = 180.0
 class Server:
     """``python -m bench.fault_probe serve`` on 127.0.0.1 with its own data folder; SIGKILLed or stopped by PID."""
 
-    def __init__(self, data_dir: Path, probe: Path) -> None:
+    def __init__(self, data_dir: Path, probe: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.probe = probe
+        self.down = False  # SIGKILLed: a restart is due
         probe.write_text("")
-        env = {**ENV, "MMRAG_DATA_DIR": str(data_dir), "MMRAG_FAULT_PROBE": str(probe)}
+        env = {**ENV, **(env or {}), "MMRAG_DATA_DIR": str(data_dir), "MMRAG_FAULT_PROBE": str(probe)}
         t0 = time.monotonic()
         self.proc = start_server([sys.executable, "-m", "bench.fault_probe", "serve", "--port", str(self.port)],
                                  f"{self.url}/health", env=env, log=data_dir.parent / f"{data_dir.name}.log",
@@ -105,6 +104,11 @@ class Server:
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        self.down = True
+
+    def kill_for(self, thread: str) -> None:
+        """SIGKILL the process in which ``thread`` (``pid:thread id`` of the probe file) runs: here, the server."""
+        self.kill()
 
     def stop(self) -> None:
         stop_server(self.proc)
@@ -179,69 +183,6 @@ def create_corpora(server: Server) -> None:
             raise RuntimeError(f"create corpus {corpus}: {r.status_code} {r.text}")
 
 
-# the kill ---------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Aim:
-    """Where to kill: in ``stage``, after its ``steps``-th write (``step``) or ``delay_s`` after it starts."""
-
-    stage: str
-    mode: str  # step | time
-    steps: int = 1
-    delay_s: float = 0.0
-
-
-def read_events(probe: Path) -> list[tuple[float, str, str, str]]:
-    out = []
-    for line in probe.read_text().splitlines():
-        parts = line.split(" ")
-        if len(parts) == 4:
-            out.append((float(parts[0]), parts[1], parts[2], parts[3]))
-    return out
-
-
-def active_stages(events: list[tuple[float, str, str, str]]) -> list[str]:
-    """The stages entered and not left (per thread), innermost last, at the end of the events."""
-    stacks: dict[str, list[str]] = {}
-    for _, thread, event, name in events:
-        if event == "enter":
-            stacks.setdefault(thread, []).append(name)
-        elif event == "exit" and stacks.get(thread):
-            stacks[thread].pop()
-    return sorted(s for stack in stacks.values() for s in stack)
-
-
-def kill_when(server: Server, aim: Aim, done: threading.Event) -> str | None:
-    """Watch the probe file; SIGKILL the server where ``aim`` says. Returns the stages it hit (None: the target
-    stage never ran before the operation ended)."""
-    seen = 0
-    entered: dict[str, float] = {}  # thread -> when it entered the target
-    steps: Counter[str] = Counter()
-    depth: Counter[str] = Counter()  # thread -> nesting depth inside the target
-    while True:
-        events = read_events(server.probe)
-        for _, thread, event, name in events[seen:]:
-            if name == aim.stage and event == "enter":
-                depth[thread] += 1
-                entered.setdefault(thread, time.monotonic())
-            elif name == aim.stage and event == "exit":
-                depth[thread] -= 1
-                if depth[thread] == 0:
-                    entered.pop(thread, None)
-                    steps.pop(thread, None)
-            elif event == "step" and depth[thread] > 0:
-                steps[thread] += 1
-        seen = len(events)
-        now = time.monotonic()
-        if any((aim.mode == "step" and steps[t] >= aim.steps) or (aim.mode == "time" and now - t0 >= aim.delay_s)
-               for t, t0 in entered.items()):
-            server.kill()
-            hit = active_stages(read_events(server.probe))
-            return "+".join(hit) or "idle"
-        if done.is_set() and not entered:
-            return None
-        time.sleep(0.003)
-
-
 # an episode -------------------------------------------------------------------------
 @dataclass(slots=True)
 class Tally:
@@ -258,11 +199,15 @@ Reference = tuple[Expected, dict[str, Ranking], dict[str, Ranking]]
 """After an operation of the clean run: the documents, the searches' rankings, and the same after a restart."""
 
 
-def clean_run(folder: Path, script: list[Op]) -> list[Reference]:
+MakeServer = Callable[[Path, Path], Server]
+"""Starts the deployment's server on a data folder with a probe file (a restart: the same folder)."""
+
+
+def clean_run(folder: Path, script: list[Op], make: MakeServer = Server) -> list[Reference]:
     """The reference: the script with no kill; the documents and rankings after each operation, and the rankings
     once more after a restart (the engine may rank otherwise after reloading a corpus a deletion changed)."""
     data, probe = folder / "clean", folder / "clean.probe"
-    server = Server(data, probe)
+    server = make(data, probe)
     try:
         create_corpora(server)
         out = []
@@ -274,7 +219,7 @@ def clean_run(folder: Path, script: list[Op]) -> list[Reference]:
             docs, ranks = snapshot(server)
             found.add(server_check(server, docs))
             server.stop()
-            server = Server(data, probe)
+            server = make(data, probe)
             out.append((docs, ranks, snapshot(server)[1]))
             if not found.clean:
                 raise RuntimeError(f"the clean run failed: {found.notes}")
@@ -310,24 +255,24 @@ def server_check(server: Server, expected: Expected, optional: frozenset[str] = 
 
 def episode(folder: Path, script: list[Op], reference: list[Reference],
             aims: Callable[[Op], Aim], tally: Tally, kills: int, log: Callable[[str], None] = print,
-            deadline: float = float("inf")) -> None:
+            deadline: float = float("inf"), make: MakeServer = Server) -> None:
     """The script on a fresh folder, one kill cycle per operation (until ``kills`` kills are counted)."""
     data = folder / f"episode-{tally.kills + tally.misses}"
     probe = folder / "probe"
     set_target(probe, "")
-    server = Server(data, probe)
+    server = make(data, probe)
     create_corpora(server)
     try:
         for op, (expected, *rankings) in zip(script, reference, strict=True):
             if tally.kills >= kills or time.monotonic() > deadline:
                 return
-            server = cycle(server, data, op, aims(op), expected, rankings, tally, log)
+            server = cycle(server, data, op, aims(op), expected, rankings, tally, log, make)
     finally:
         server.stop()
 
 
 def cycle(server: Server, data: Path, op: Op, aim: Aim, expected: Expected, rankings: list[dict[str, Ranking]],
-          tally: Tally, log: Callable[[str], None]) -> Server:
+          tally: Tally, log: Callable[[str], None], make: MakeServer = Server) -> Server:
     """One operation with a kill in ``aim``'s stage, the restart, the jobs to their end and the checks (the
     searches rank as the clean run did, before or after its restart); returns the server now running."""
     t0 = time.monotonic()
@@ -361,7 +306,8 @@ def cycle(server: Server, data: Path, op: Op, aim: Aim, expected: Expected, rank
         tally.landed.update(stages)
         if aim.stage in stages:
             tally.hits[aim.stage] += 1
-        server = Server(data, server.probe)
+        if server.down:  # a worker killed on the distributed path leaves the server up
+            server = make(data, server.probe)
         if op.delete is not None:  # before the client sends it again: listed complete, or not listed
             found.add(server_check(server, expected, frozenset({document_id(op.delete[1])})))
     send(server, op, jobs)  # a deletion again, the uploads whose answer the kill cut off
@@ -378,38 +324,21 @@ def cycle(server: Server, data: Path, op: Op, aim: Aim, expected: Expected, rank
         f"{'no kill (stage not reached)' if hit is None else 'killed in ' + hit}; "
         f"{'ok' if found.clean else 'FOUND ' + '; '.join(found.notes)}"
         f"{' (ties: ' + str(found.ties) + ')' if found.ties else ''}; {tally.cycle_s[-1]:.1f}s "
-        f"(restart {server.start_s if hit is not None else 0.0:.1f}s, load {os.getloadavg()[0]:.1f})")
+        f"(start {server.start_s:.1f}s, load {os.getloadavg()[0]:.1f})")
     return server
 
 
-def aims_from(seed: int) -> Callable[[Op], Aim]:
-    """Seeded aims: each stage in turn (in a shuffled order), among those the operation runs."""
-    rng = random.Random(seed)
-    order = list(STAGES)
-    rng.shuffle(order)
-    turn = Counter[str]()
-
-    def aim(op: Op) -> Aim:
-        stage = min(op.stages, key=lambda s: (turn[s], order.index(s)))
-        turn[stage] += 1
-        if stage == "finish_file" or rng.random() < 0.5:  # finish_file: entered at each write, often a no-op
-            return Aim(stage, "step", steps=rng.randint(1, STEPS[stage]))
-        return Aim(stage, "time", delay_s=rng.uniform(0.0, 0.6))
-
-    return aim
-
-
 def run(kills: int, seed: int, folder: Path, script: list[Op] = SCRIPT, log: Callable[[str], None] = print,
-        minutes: float | None = None) -> Tally:
+        minutes: float | None = None, make: MakeServer = Server, aims: Callable[[Op], Aim] | None = None) -> Tally:
     """The clean run of ``script``, then episodes until ``kills`` kills are counted (or ``minutes`` have passed:
     then fewer kills, as the RESULT line says)."""
     deadline = time.monotonic() + 60 * minutes if minutes else float("inf")
-    reference = clean_run(folder, script)
+    reference = clean_run(folder, script, make)
     tally = Tally(restart_dependent=restart_dependent(reference))
-    aims = aims_from(seed)
+    aims = aims or aims_from(seed)
     while tally.kills < kills and time.monotonic() < deadline:
         before = tally.kills
-        episode(folder, script, reference, aims, tally, kills, log, deadline)
+        episode(folder, script, reference, aims, tally, kills, log, deadline, make)
         if tally.kills == before and time.monotonic() < deadline:
             raise RuntimeError("an episode without a single kill: the probes do not reach the stages")
     return tally
@@ -421,6 +350,9 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=None,
                     help="start no cycle after this many minutes (the RESULT then counts the kills done)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--path", choices=["embedded", "celery"], default="embedded",
+                    help="embedded: the server runs every stage; celery: Redis + Celery workers + the server as "
+                         "the single writer (bench.faults_celery)")
     ap.add_argument("--data-dir", type=Path, default=None, help="work folder (default: a temporary one, removed)")
     args = ap.parse_args()
     folder = args.data_dir or Path(tempfile.mkdtemp(prefix="mmrag-faults-"))
@@ -428,14 +360,20 @@ def main() -> None:
     print(machine_line())
     t0 = time.monotonic()
     try:
-        tally = run(args.kills, args.seed, folder, minutes=args.minutes)
+        with contextlib.ExitStack() as stack:
+            make: MakeServer = Server
+            if args.path == "celery":
+                from bench.faults_celery import celery_deployment
+
+                make = stack.enter_context(celery_deployment(folder))
+            tally = run(args.kills, args.seed, folder, minutes=args.minutes, make=make)
     finally:
         if args.data_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
     wall = time.monotonic() - t0
     cycles = sorted(tally.cycle_s)
-    print(f"kills per target stage: {dict(sorted(tally.hits.items()))}; stages running at the kills: "
-          f"{dict(sorted(tally.landed.items()))}; misses (stage not reached): {tally.misses}")
+    print(f"path {args.path}; kills per target stage: {dict(sorted(tally.hits.items()))}; stages running at the "
+          f"kills: {dict(sorted(tally.landed.items()))}; misses (stage not reached): {tally.misses}")
     print(f"searches of the clean run that rank otherwise after a plain restart: {tally.restart_dependent} "
           f"(a kill's searches count as equal when they match the clean run's before or after its restart)")
     print(f"cycles: {len(cycles)}, median {cycles[len(cycles) // 2]:.1f}s, total {wall:.0f}s")

@@ -56,6 +56,7 @@ def embed_serve(
 
     service = settings.embed_service
     options = EmbedderOptions(device=device, dtype=dtype,
-                              text_precision=text_precision or settings.embed.text_precision)
+                              text_precision=text_precision or settings.embed.text_precision,
+                              max_batch_tokens=settings.embed.max_batch_tokens)
     app = create_embed_app(model or DEFAULT_MODELS, options, service.batching, service.limits)
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -167,6 +167,13 @@ class EmbedConfig(BaseModel):
     ``float32``, or ``bf16`` (torch autocast; refused on a CPU without native bfloat16, where it is ~5x
     slower than float32). Vectors of two precisions are close, not equal: re-ingest after changing it
     (docs/embedding.md, "Text precision")."""
+    max_batch_tokens: int = Field(0, ge=0)
+    """Most padded tokens (texts x the longest one's tokens) one forward of the text model computes; a
+    longer batch is cut, longest texts first. 0 (the default): 2,048 on a CPU, no bound but the batch's
+    64 texts on a GPU. A forward's memory grows with its tokens (attention with their square) and ONNX
+    Runtime keeps its arena at the largest forward it ever ran: 32 texts of 256 tokens held +0.5 GB for
+    good, the 2,048 budget about 0.2 GB, at the same speed per token on a CPU (docs/embedding.md,
+    "Memory")."""
     clip_model: str | None = "open_clip:ViT-B-32/laion2b_s34b_b79k"
     """CLIP/SigLIP spec for the ``clip`` space; None disables it. Skipped with a warning if it cannot load."""
     colpali_model: str | None = "hf:vidore/colqwen2-v1.0-hf"

@@ -209,7 +209,8 @@ def _lazy_model(space: str, spec: str, settings: Settings, unavailable: dict[str
             return RemoteEmbedder(url, spec, timeout_s=settings.embed.timeout_s)
         go_offline_if_unreachable()
         return load_embedder(spec, EmbedderOptions(device=settings.embed.device,
-                                                   text_precision=settings.embed.text_precision))
+                                                   text_precision=settings.embed.text_precision,
+                                                   max_batch_tokens=settings.embed.max_batch_tokens))
 
     def failed(reason: str) -> None:
         unavailable[space] = f"{spec}: {reason}"

@@ -100,6 +100,7 @@ class EmbedderOptions:
     text_precision: str = "float32"  # st: text models: auto (by the CPU), float32, int8 (ONNX Runtime, CPU), bf16
     int8_kernels: str = "auto"  # int8 kernels: auto (by the CPU: mmrag.cpu_kernels), u8s8, u8u8 (forced)
     cache_dir: str | None = None  # where derived model files go (the int8 export); None: $XDG_CACHE_HOME/mmrag
+    max_batch_tokens: int = 0  # text models: most padded tokens in one forward; 0: 2048 on a CPU, unbounded on a GPU
 
 
 Factory = Callable[[str, EmbedderOptions], Embedder]

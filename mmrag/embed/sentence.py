@@ -37,6 +37,7 @@ from mmrag.cpu_kernels import TextKernels, choose_text_kernels, this_cpu
 from mmrag.devices import resolve_device
 from mmrag.embed.base import Embedder, EmbedderOptions, Item, Kind
 from mmrag.embed.threads import cpu_cores
+from mmrag.embed.token_budget import CPU_BATCH_TOKENS, token_batches
 from mmrag.errors import Unavailable
 from mmrag.types import Modality
 
@@ -82,6 +83,7 @@ class SentenceEmbedder(Embedder):
         self.spec = f"st:{name}"
         self.path = resolve_sentence_model(name)
         self.max_batch = 64
+        self.max_batch_tokens = options.max_batch_tokens or (CPU_BATCH_TOKENS if self.device == "cpu" else 1 << 30)
         if self.precision == "int8":  # a cached export runs without torch: the weights load only to build it
             self.int8: Any = self._int8_encoder(options)
             return
@@ -150,17 +152,9 @@ class SentenceEmbedder(Embedder):
         export_int8(self.model[0].auto_model, names, target)
 
     def embed_batch(self, items: Sequence[Item], kind: Kind = "document") -> list[np.ndarray]:
-        """Any number of texts: longest first in forwards of ``max_batch`` (as ``encode`` sorts),
-        so a short text is not padded to a long one's length; vectors in the input order."""
+        """Any number of texts, vectors in the input order (forwards as :meth:`compute` cuts them)."""
         self.check_items(items)
-        rows = self.prepare(items, kind)
-        order = sorted(range(len(rows)), key=lambda i: -self.size(rows[i]))
-        out: list[np.ndarray] = [np.empty(0, np.float32)] * len(rows)
-        for start in range(0, len(order), self.max_batch):
-            chunk = order[start : start + self.max_batch]
-            for i, vec in zip(chunk, self.compute([rows[i] for i in chunk], kind), strict=True):
-                out[i] = vec
-        return out
+        return self.compute(self.prepare(items, kind), kind)
 
     def prepare(self, items: Sequence[Item], kind: Kind = "document") -> list[Any]:
         """Token ids per text (truncated to ``max_seq_length``), no padding."""
@@ -177,16 +171,27 @@ class SentenceEmbedder(Embedder):
         return int(prepared["attention_mask"].shape[1])
 
     def compute(self, prepared: Sequence[Any], kind: Kind = "document") -> list[np.ndarray]:
-        """Pad the rows to the longest, one forward, L2-normalised ``(dim,)`` vectors in order."""
+        """L2-normalised ``(dim,)`` vectors in order, from forwards of rows padded to their longest, longest
+        first, each within ``max_batch`` rows and ``max_batch_tokens`` padded tokens
+        (:func:`~mmrag.embed.token_budget.token_batches`: a short text is not padded to a long one's length,
+        and a forward's memory stays bounded)."""
+        rows = list(prepared)
+        out: list[np.ndarray] = [np.empty(0, np.float32)] * len(rows)
+        for chunk in token_batches([self.size(r) for r in rows], self.max_batch_tokens, self.max_batch):
+            for i, vec in zip(chunk, self._forward([rows[i] for i in chunk]), strict=True):
+                out[i] = vec
+        return out
+
+    def _forward(self, rows: Sequence[Any]) -> Sequence[np.ndarray]:
+        """One forward of ``rows`` padded to the longest."""
         if self.int8 is not None:
-            return list(self._int8_forward(prepared))
+            return list(self._int8_forward(rows))
         import torch
 
         from mmrag.embed.features import collate_rows
 
-        rows = list(prepared)
         tokenizer = self.model.tokenizer
-        batch = collate_rows(rows, pad_values={"input_ids": tokenizer.pad_token_id or 0},
+        batch = collate_rows(list(rows), pad_values={"input_ids": tokenizer.pad_token_id or 0},
                              padding_side=tokenizer.padding_side)
         features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
         with torch.inference_mode():

@@ -44,3 +44,23 @@ def test_three_seeded_kills_lose_nothing_and_the_checker_sees_planted_faults(tmp
 def rows(data, corpus: str) -> list[tuple[str, int]]:
     with sqlite3.connect(data / "catalog.sqlite3") as db:
         return db.execute("SELECT id, page_count FROM documents WHERE corpus = ?", (corpus,)).fetchall()
+
+
+def test_on_the_celery_path_killed_workers_and_a_killed_writer_lose_nothing(tmp_path):
+    """Redis + a cpu and a gpu Celery worker + the server as the single writer: a kill in parse and one in
+    embed SIGKILL the worker running the stage (a new one takes its late-acknowledged task), one in write the
+    server; every job ends done, nothing lost or duplicated, the searches rank as a clean run's."""
+    from bench.fault_aims import Aim
+    from bench.faults_celery import celery_deployment
+
+    planned = iter([Aim("parse", "step", steps=1), Aim("embed", "step", steps=1), Aim("write", "time", 0.1)])
+    lines: list[str] = []
+    with celery_deployment(tmp_path) as make:
+        tally = faults.run(3, seed=0, folder=tmp_path, script=faults.SCRIPT[:1], log=lines.append, make=make,
+                           aims=lambda op: next(planned))
+    assert tally.kills == 3 and tally.misses == 0, lines
+    assert tally.found.clean, (tally.found.notes, lines)
+    assert tally.hits["parse"] == 1 and tally.hits["embed"] == 1 and tally.hits["write"] == 1, lines
+    workers = sorted(p.name for p in tmp_path.glob("logs-*/worker-*.log"))
+    # the clean run: two workers, two more after its restart; each of the 3 episodes two; one per worker killed
+    assert len(workers) == 4 + 2 * 3 + 2, workers

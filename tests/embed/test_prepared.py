@@ -91,3 +91,21 @@ def test_open_clip_prepared_rows_equal_the_towers(load: Callable[[str], Embedder
     got = emb.embed_batch(mixed)
     for g, w in zip(got, [want_img[0], want_txt[0], want_img[1], want_txt[1]], strict=True):
         np.testing.assert_allclose(g, w, atol=1e-5)
+
+
+def test_forwards_stay_within_the_token_budget_with_the_same_vectors(minilm: Embedder,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["word " * n for n in (300, 200, 90, 40, 40, 8, 3)] + TEXTS
+    want = np.stack(minilm.embed_batch(texts))
+    padded: list[int] = []
+    forward = minilm._forward  # type: ignore[attr-defined]
+
+    def recorded(rows: list[dict[str, torch.Tensor]]) -> object:
+        padded.append(len(rows) * max(minilm.size(r) for r in rows))
+        return forward(rows)
+
+    monkeypatch.setattr(minilm, "_forward", recorded)
+    monkeypatch.setattr(minilm, "max_batch_tokens", 300)
+    got = np.stack(minilm.embed_batch(texts))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert len(padded) > 3 and max(padded) <= 300
