@@ -348,7 +348,7 @@ class CorpusConfig(BaseModel):
     text_kernels: str | None = None
     """With which kernels (``int8/u8s8``, ``int8/u8u8``, ``float32/torch-cpu``, ...: recorded at creation; None: a
     corpus created before the record). A server on another kind of CPU may choose others: warned at start-up."""
-    text_datatype: Literal["float32", "float16"] = "float16"
+    text_datatype: Literal["float32", "float16", "turbo8", "turbo4"] = "float16"
     """How the text embedder's vectors are stored (the text space's chunk vectors and the document space's
     ``doc_text``): ``float16`` halves their bytes (the largest part of the vector store) with retrieval
     measured unchanged (docs/benchmarks.md, bench/storage.py). A collection keeps the datatypes it was
