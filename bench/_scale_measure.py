@@ -184,6 +184,10 @@ def forced_reweight(pipeline: Pipeline, corpus: str) -> float:
     return bm25_stats.reweight(pipeline.catalog, pipeline.store, corpus).seconds
 
 
+BYTES_PER_VALUE = {"float32": 4.0, "float16": 2.0, "turbo8": 1.0, "turbo4": 0.5}
+"""Bytes per stored value of each datatype (TurboQuant's codes; their per-vector scale not counted)."""
+
+
 def vector_footprint(pipeline: Pipeline, corpus: str, names: list[str], sample: int = 200) -> dict[str, float]:
     """Bytes per page of each named vector as stored (values x their datatype; sparse: index + value, 8 bytes
     per non-zero), averaged over the first ``sample`` points; HNSW links and quantised copies not included."""
@@ -201,7 +205,7 @@ def vector_footprint(pipeline: Pipeline, corpus: str, names: list[str], sample: 
                 total += 8 * len(v.indices)
             else:
                 values = sum(len(row) for row in v) if spec.kind == "multivector" else len(v)
-                total += values * (2 if spec.datatype == "float16" else 4)
+                total += values * BYTES_PER_VALUE[spec.datatype]
         out[name] = total / max(len(hits), 1)
     return out
 
@@ -216,6 +220,50 @@ def disk_by_vector(shard: Path) -> dict[str, int]:
             key = rel[2] if rel[0] == "segments" and len(rel) > 3 else rel[-1]
             out[key] = out.get(key, 0) + p.stat().st_blocks * 512
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def resident_by_part(root: Path, pid: int | str = "self") -> dict[str, int]:
+    """Bytes of the files under ``root`` (a store's folder) resident in process ``pid``, by collection and part
+    (``sec10q/vector_storage-text``, ``sec10q/payload_index``...), summed over segments: the proportional set
+    size (Pss) of their mappings, so that a file the engine maps twice (it maps its vector files once to read and
+    once to write) counts once, as the memory it takes. The engine's heap (its in-RAM sparse indexes, the id
+    tracker, buffers) is anonymous memory and not here: :func:`memory_by_kind` gives it."""
+    out: dict[str, int] = {}
+    key = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=5)
+            if "-" in head[0] and len(head) >= 5 and ":" not in head[0]:
+                path = head[5].strip() if len(head) > 5 else ""
+                key = _part(Path(path).relative_to(root)) if path.startswith(f"{root}/") else None
+            elif key is not None and head[0] == "Pss:":
+                out[key] = out.get(key, 0) + int(head[1]) * 1024
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _part(rel: Path) -> str:
+    """``<collection>/<part>`` of a file's path inside a store's folder (segments' parts by name)."""
+    parts = rel.parts
+    if len(parts) > 3 and parts[1] == "segments":
+        return f"{parts[0]}/{parts[3]}"
+    return f"{parts[0]}/{parts[-1]}"
+
+
+def memory_by_kind(pid: int | str = "self") -> dict[str, int]:
+    """Proportional set size of process ``pid`` by kind of mapping: ``anonymous`` (heaps: Python's objects, the
+    engine's in-RAM indexes, the model's weights), ``files`` (mapped files: libraries, the store's mmaps) and the
+    total, in bytes."""
+    out = {"anonymous": 0, "files": 0}
+    anon = True
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=5)
+            if "-" in head[0] and len(head) >= 5 and ":" not in head[0]:
+                anon = len(head) < 6 or not head[5].startswith("/")
+            elif head[0] == "Pss:":
+                out["anonymous" if anon else "files"] += int(head[1]) * 1024
+    out["total"] = out["anonymous"] + out["files"]
+    return out
 
 
 def startup(data_dir: Path, corpus: str, queries: list[str], timeout_s: float = 900) -> dict[str, float]:

@@ -30,6 +30,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class SizeRow:
     reweight_s: float
     disk_bytes: int
     grown: dict[str, float]  # the growth step that reached this size: documents added, seconds per part
-    start: dict[str, float]
+    start: dict[str, Any]  # bench/_scale_startup.py's line: seconds, GB, the store's resident bytes by part
     vectors: dict[str, float]  # bytes per page of each named vector
     disk_parts: dict[str, int] = field(default_factory=dict)
     rss_bench_gb: float = 0.0
@@ -102,7 +103,8 @@ class SizeRow:
                    upload_s=float(np.median(self.upload_s)), delete_s=float(np.median(self.delete_s)),
                    reweight_s=self.reweight_s, disk_per_page=self.disk_bytes / self.pages,
                    grow_optimize_s=self.grown["optimize_s"],
-                   start_s=self.start["ready_s"], rss_gb=self.start["rss_gb"], rss_bench_gb=self.rss_bench_gb,
+                   start_s=self.start["ready_s"], opened_s=self.start["opened_s"] - self.start["warm_s"],
+                   rss_gb=self.start["rss_gb"], pss_gb=self.start["pss_gb"], rss_bench_gb=self.rss_bench_gb,
                    vectors_per_page=sum(self.vectors.values()), load=self.load)
         return out
 
@@ -167,7 +169,10 @@ def measure(pipeline: Pipeline, data_dir: Path, corpus: str, queries: list[str],
     start = startup(data_dir, corpus, queries)
     row = SizeRow(pages, len(docs), ms, recall, recall_text, content, up, dele, reweight, disk, grown, start,
                   vectors, parts, bench_rss, os.getloadavg()[0], by_ef)
-    print(f"  reweight {reweight:.2f} s; disk {disk / pages:,.0f} B/page; start-up {start}", flush=True)
+    print(f"  reweight {reweight:.2f} s; disk {disk / pages:,.0f} B/page; start-up "
+          f"{ {k: v for k, v in start.items() if k != 'resident'} }", flush=True)
+    print("  resident after the queries by part (B/page): "
+          + ", ".join(f"{k} {v / pages:,.0f}" for k, v in list(start["resident"].items())[:8]), flush=True)
     print("  vectors per page (B): " + ", ".join(f"{k} {v:,.0f}" for k, v in vectors.items())
           + " | shard on disk by part (B/page): "
           + ", ".join(f"{k} {v / pages:,.0f}" for k, v in list(parts.items())[:8]), flush=True)

@@ -355,12 +355,15 @@ class CorpusConfig(BaseModel):
     text_kernels: str | None = None
     """With which kernels (``int8/u8s8``, ``int8/u8u8``, ``float32/torch-cpu``, ...: recorded at creation; None: a
     corpus created before the record). A server on another kind of CPU may choose others: warned at start-up."""
-    text_datatype: Literal["float32", "float16"] = "float16"
+    text_datatype: Literal["float32", "float16", "turbo8", "turbo4"] = "float16"
     """How the text embedder's vectors are stored (the text space's chunk vectors and the document space's
     ``doc_text``): ``float16`` halves their bytes (the largest part of the vector store) with retrieval
-    measured unchanged (docs/benchmarks.md, bench/storage.py). A collection keeps the datatypes it was
-    created with: corpora created before this option hold ``float32`` chunks, and before ``doc_text``
-    followed it a ``float32`` ``doc_text``."""
+    measured unchanged (docs/benchmarks.md, bench/storage.py). ``turbo8`` / ``turbo4`` store Qdrant's
+    TurboQuant codes (a half / a quarter of float16's bytes, on disk and in memory; Qdrant 1.18 or later on a
+    server): no shared suite moved with turbo8, but it kept 0.983 of float16's exhaustive top 10 on a grown
+    50,000-page corpus of near-duplicates (docs/retrieval.md, "Memory and disk per page"). A collection keeps the
+    datatypes it was created with: corpora created before this option hold ``float32`` chunks, and before
+    ``doc_text`` followed it a ``float32`` ``doc_text``."""
     pool_factor: int = Field(1, ge=1, le=16)
     """Hierarchical token pooling factor for stored ColPali multi-vectors (1 = no pooling)."""
     prefetch_quantization: Literal["none", "binary", "scalar"] = "none"

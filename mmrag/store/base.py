@@ -19,7 +19,9 @@ from mmrag.errors import InvalidInput
 
 SpaceKind = Literal["dense", "multivector", "sparse"]
 Quantization = Literal["none", "binary", "scalar"]
-Datatype = Literal["float32", "float16"]
+Datatype = Literal["float32", "float16", "turbo8", "turbo4"]
+"""How an engine stores a dense or multi-vector's values: 4 or 2 bytes each, or Qdrant's TurboQuant codes of 8 or 4
+bits (a random rotation, then a fixed quantiser: the storage itself is the quantised vector, no float copy kept)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,18 @@ from typing import Any
 import qdrant_edge as qe
 from qdrant_client import models
 
+_DATATYPES = {models.Datatype.FLOAT32: qe.VectorStorageDatatype.Float32,
+              models.Datatype.FLOAT16: qe.VectorStorageDatatype.Float16,
+              models.Datatype.TURBO8: qe.VectorStorageDatatype.Turbo8,
+              models.Datatype.TURBO4: qe.VectorStorageDatatype.Turbo4}  # type: ignore[attr-defined]  # (0.9.0's stub
+# lists Turbo8 and Turbo16 only; the engine has Turbo4: tests/store/test_datatype.py)
+
 
 def vector_params(params: models.VectorParams) -> qe.EdgeVectorParams:
     multi = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim) if params.multivector_config else None
     hnsw = None if params.hnsw_config is None else \
         qe.HnswIndexConfig(m=params.hnsw_config.m or 0, ef_construct=100, full_scan_threshold=10_000)
-    datatype = qe.VectorStorageDatatype.Float16 if params.datatype == models.Datatype.FLOAT16 else None
+    datatype = None if params.datatype is None else _DATATYPES[params.datatype]
     return qe.EdgeVectorParams(size=params.size, distance=qe.Distance.Cosine, multivector_config=multi,
                                hnsw_config=hnsw, quantization_config=_quantization(params.quantization_config),
                                datatype=datatype)

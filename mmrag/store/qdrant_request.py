@@ -25,6 +25,10 @@ from mmrag.store.base import (
     check_field_name,
 )
 
+DATATYPES: dict[str, models.Datatype | None] = {"float32": None, "float16": models.Datatype.FLOAT16,
+                                                "turbo8": models.Datatype.TURBO8, "turbo4": models.Datatype.TURBO4}
+"""A space's datatype as Qdrant's (None: the engine's default, float32)."""
+
 
 def vector_params(space: SpaceSpec) -> models.VectorParams:
     """A dense or multi-vector space's collection parameters."""
@@ -37,7 +41,7 @@ def vector_params(space: SpaceSpec) -> models.VectorParams:
     elif space.quantization == "scalar":
         quant = models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8,
                                                                                   always_ram=True))
-    datatype = models.Datatype.FLOAT16 if space.datatype == "float16" else None
+    datatype = DATATYPES[space.datatype]
     return models.VectorParams(size=space.dim, distance=models.Distance.COSINE, multivector_config=multi,
                                hnsw_config=hnsw, quantization_config=quant, datatype=datatype)
 

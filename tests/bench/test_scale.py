@@ -64,7 +64,10 @@ def test_measurements_are_sane(measured) -> None:
         assert set(row.ms) == set(ARMS) and all(len(v) == 2 * 4 for v in row.ms.values())
         assert all(x > 0 for v in row.ms.values() for x in v)
         assert row.upload_s[0] > 0 and row.delete_s[0] > 0 and row.reweight_s > 0
-        assert row.start["built_s"] <= row.start["warm_s"] <= row.start["ready_s"] and row.start["rss_gb"] > 0.1
+        assert row.start["built_s"] <= row.start["warm_s"] <= row.start["opened_s"] <= row.start["ready_s"]
+        assert 0 < row.start["pss_gb"] <= row.start["rss_gb"] and row.start["rss_gb"] > 0.1
+        assert row.start["pss_gb"] == pytest.approx(row.start["pss_anonymous_gb"] + row.start["pss_files_gb"])
+        assert row.start["resident"]["c/vector_storage-text"] > 0  # the text vectors the searches read
         assert row.vectors["text"] > 384 * 2 and row.vectors["bm25"] > 0 and row.vectors["doc_text"] == 384 * 2
         assert row.disk_bytes > 0
 

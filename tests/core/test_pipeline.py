@@ -154,6 +154,29 @@ def test_warm_up_loads_the_text_model_and_the_models_of_served_corpora_only(tmp_
         again.close()
 
 
+def test_start_up_opens_no_corpus_vectors_until_a_corpus_is_used(tmp_path):
+    """Start-up's work does not grow with the corpora's vectors: the runner's recovery reads the catalog, the
+    warm-up loads models and rankers, and a corpus's collection (segments, id tracker, in-RAM sparse indexes) is
+    opened by its first use."""
+    settings = make_settings(tmp_path / "data")
+    settings.embed.text_model = "fake:16"
+    first = build_pipeline(settings)
+    try:
+        for name in ("a", "b"):
+            first.corpora.create_corpus(name)
+            first.ingest.file_bytes(name, b"one page of text about turbines", f"{name}.txt")
+    finally:
+        first.close()
+    again = build_pipeline(settings)  # as a server starts: the runner's recovery (per corpus: BM25's totals), then
+    try:  # the warm-up
+        again.warm_up()
+        assert again.store._shards == {}  # type: ignore[attr-defined]
+        assert again.search("a", SearchRequest(query="turbines")).evidence
+        assert set(again.store._shards) == {"a"}  # type: ignore[attr-defined]
+    finally:
+        again.close()
+
+
 def test_the_pipelines_warm_up_loads_the_corpora_rankers_and_freezes_what_start_up_loaded(pipeline):
     import gc
 
