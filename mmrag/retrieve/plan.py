@@ -11,7 +11,8 @@ Shape of the plan (one Qdrant query on either engine)::
             │     ├── bm25     sparse IDF          (limit prefetch)
             │     ├── clip     dense               (limit prefetch)
             │     └── colpali  pooled multi-vector (limit prefetch)
-            └── document: DBSF of doc_text, doc_bm25 (limit document_candidates)
+            └── document: DBSF of doc_text, doc_bm25, each over every page of its chosen documents
+                  (the best whole documents by that vector, chosen before: mmrag.retrieve.document_choice)
 
 With ColPali the MaxSim rerank orders the formula's candidates by MaxSim alone: the document stage
 then only decides which pages reach the rerank.
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mmrag.errors import InvalidInput
-from mmrag.spaces.base import QueryInput, Space
+from mmrag.spaces.base import DocumentChoice, QueryInput, Space
 from mmrag.store.base import FilterSpec, QueryNode, ScoreFormula
 from mmrag.types import SearchRequest
 
@@ -40,7 +41,8 @@ class PlanOptions:
     fusion: str = "rrf"  # "rrf" (weighted) or "dbsf" (distribution-based, unweighted)
     document_weight: float = 0.0  # weight of the document stage's evidence match (0: no document stage)
     prior_strength: float = 0.0  # weight of each document's fit to what the query names (organisation, period...)
-    document_candidates: int = 1000  # pages the document stage scores (the best-matching documents' pages)
+    document_candidates: int = 1000  # pages the document stage scores at least (its chosen documents' pages)
+    document_choice: Mapping[str, DocumentChoice] = field(default_factory=dict)  # vector -> its chosen documents
     document_fit: Mapping[str, float] = field(default_factory=dict)  # document id -> fit in (0, 1]
     sub_queries: tuple[str, ...] = ()  # sentences of the query scored on their own beside it (RRF); () none
 
@@ -79,18 +81,24 @@ def prefetch_stages(spaces: Mapping[str, Space], names: list[str], query: QueryI
     return stages
 
 
+def document_space(spaces: Mapping[str, Space], names: list[str]) -> Space | None:
+    """The document-level space among the used ``names`` (None without one)."""
+    return next((spaces[n] for n in names if spaces[n].document_level), None)
+
+
 def with_document_stage(spaces: Mapping[str, Space], names: list[str], query: QueryInput, page: QueryNode,
                         options: PlanOptions, flt: FilterSpec | None) -> QueryNode:
     """``page`` with a bounded prior from its document: ``page * (1 + w * document + s * fit)``, where
-    ``document`` (in [0, 2]) is the match of the query with the document's evidence text and ``fit`` (in
-    [0, 1]) how well the document meets what the query names (:meth:`CorpusDocuments.match`); ``page``
-    itself without a document space. Nothing is filtered: a page whose document fits nothing keeps its
-    own score, so the prior is at most ``1 + 2 w + s``."""
-    space = next((spaces[n] for n in names if spaces[n].document_level), None)
+    ``document`` (in [0, 2]) is the match of the query with the document's evidence text over the documents
+    ``options.document_choice`` holds (0 for the others) and ``fit`` (in [0, 1]) how well the document meets
+    what the query names (:meth:`CorpusDocuments.match`); ``page`` itself without a document space. Nothing is
+    filtered: a page whose document fits nothing keeps its own score, so the prior is at most ``1 + 2 w + s``."""
+    space = document_space(spaces, names)
     terms = fit_terms(options)
     if space is None or not query.text or (options.document_weight <= 0 and not terms):
         return page
-    document = space.document_stage(query, options.document_candidates, flt) if options.document_weight > 0 else None
+    document = space.chosen_documents_stage(query, options.document_choice, flt) \
+        if options.document_weight > 0 else None
     if document is None and not terms:
         return page
     prefetch, priors = ([page, document], (options.document_weight,)) if document is not None else ([page], ())

@@ -94,3 +94,35 @@ def test_identical_pages_come_back_in_one_order_twice_and_in_either_store_order(
     assert all(ids == sorted(ids) for ids in groups.values())  # every tie in page id order
     if ranker == "off":  # the first stage scores the 24 identical pages alike (the ranker reads their positions)
         assert max(len(ids) for ids in groups.values()) >= 12
+
+
+@pytest.fixture()
+def documents(pipeline):
+    """Three documents of 12 identical pages each whose evidence (title) matches the query more or less, stored
+    in two orders (corpora ``fwd`` and ``rev``): the document stage's budget of 16 pages ends inside the second."""
+    titles = {"n.pdf": "Northern region revenue", "s.pdf": "Southern region revenue", "w.pdf": "Tide tables"}
+    files = {name: pdf(title, []) for name, title in titles.items()}
+    for corpus, order in (("fwd", list(files)), ("rev", list(files)[::-1])):
+        pipeline.corpora.create_corpus(corpus)
+        for name in order:
+            pipeline.ingest.file_bytes(corpus, files[name], name)
+    return pipeline
+
+
+def test_the_document_stage_scores_its_documents_whole_in_either_store_order(documents) -> None:
+    """A document's pages share its document vectors, so a document stage that keeps the best 16 pages cut
+    inside the second document's 12 in the engine's own order: some of its identical pages had the document's
+    match and the others none. Documents are chosen whole (ties by document id), so identical pages of one
+    document score alike, twice and in either store order."""
+    ranking_config = RankingConfig(ranker="off", document_candidates=16)
+    documents.retriever.config = documents.retriever.config.model_copy(update={"ranking": ranking_config})
+    request = SearchRequest(query="revenue in the northern region", top_k=36)
+    first = ranking(documents, "fwd", request)
+    assert len(first) == 36
+    scores: dict[str, set[float]] = {}
+    for name, _, score in first:
+        scores.setdefault(name, set()).add(score)
+    assert all(len(s) == 1 for s in scores.values()), scores  # 12 identical pages of a document: one score
+    assert len(set().union(*scores.values())) == 3  # and the three documents three scores (w.pdf outside the budget)
+    assert ranking(documents, "fwd", request) == first
+    assert ranking(documents, "rev", request) == first
