@@ -3,10 +3,10 @@
 Shape of the plan (one Qdrant query on either engine)::
 
     rerank by colpali MaxSim (limit top_k)           <- only when colpali is used
-      └── formula: page * (1 + w * document) * boosts     <- only with the document space
-            ├── sentences: RRF (limit prefetch)   <- only with sub-queries (sentences of a long query):
+      └── formula: page * (1 + w * document + s * fit)   <- only with the document space
+            ├── sentences: RRF (no cut)           <- only with sub-queries (sentences of a long query):
             │     one fusion below for the whole query, then one for each sub-query
-            ├── fusion: DBSF, or weighted RRF (limit prefetch)  <- only with >= 2 stages
+            ├── fusion: DBSF, or weighted RRF (no cut)  <- only with >= 2 stages
             │     ├── text     dense chunks MaxSim (limit prefetch)
             │     ├── bm25     sparse IDF          (limit prefetch)
             │     ├── clip     dense               (limit prefetch)
@@ -16,6 +16,12 @@ Shape of the plan (one Qdrant query on either engine)::
 
 With ColPali the MaxSim rerank orders the formula's candidates by MaxSim alone: the document stage
 then only decides which pages reach the rerank.
+
+No node above the spaces' own stages cuts (a fusion or the formula keeps every point its parts found:
+:func:`whole`), and the document stage's documents are chosen whole: the only cuts inside the engine are each
+space's own ``limit``, where only pages of equal score (identical pages) can straddle it, and, before a MaxSim
+rerank, the ``prefetch_limit`` candidates it scores. The final cut is the retriever's, ties by page id
+(:func:`mmrag.retrieve.evidence.query_past_ties`).
 """
 
 from __future__ import annotations
@@ -102,7 +108,7 @@ def with_document_stage(spaces: Mapping[str, Space], names: list[str], query: Qu
     if document is None and not terms:
         return page
     prefetch, priors = ([page, document], (options.document_weight,)) if document is not None else ([page], ())
-    return QueryNode(limit=options.prefetch_limit, prefetch=prefetch, formula=ScoreFormula(priors, terms))
+    return QueryNode(limit=page.limit, prefetch=prefetch, formula=ScoreFormula(priors, terms))  # all of ``page``
 
 
 def fit_terms(options: PlanOptions) -> tuple[tuple[float, FilterSpec], ...]:
@@ -126,7 +132,7 @@ def page_stage(spaces: Mapping[str, Space], names: list[str], query: QueryInput,
     weights = [float(options.weights.get(n, 1.0)) for n, _ in stages]
     weighted = any(w != 1.0 for w in weights)
     fusion = "rrf" if weighted else options.fusion
-    return QueryNode(limit=options.prefetch_limit, prefetch=[n for _, n in stages],
+    return QueryNode(limit=whole([n for _, n in stages]), prefetch=[n for _, n in stages],
                      fusion="dbsf" if fusion == "dbsf" else "rrf", rrf_k=options.rrf_k,
                      weights=weights if weighted else None)
 
@@ -140,7 +146,14 @@ def with_sentences(spaces: Mapping[str, Space], names: list[str], page: QueryNod
                                   for s in options.sub_queries))]
     if len(parts) < 2:
         return page
-    return QueryNode(limit=options.prefetch_limit, prefetch=parts, fusion="rrf", rrf_k=options.rrf_k)
+    return QueryNode(limit=whole(parts), prefetch=parts, fusion="rrf", rrf_k=options.rrf_k)
+
+
+def whole(parts: list[QueryNode]) -> int:
+    """A fusion's limit that keeps every point of its ``parts`` (the sum of their limits): a cut there would fall
+    inside groups of equal fused scores (DBSF and RRF make many: identical pages, pages one list holds at the
+    same rank) in the engine's own order; the cut happens after, where ties are broken by page id."""
+    return sum(p.limit for p in parts)
 
 
 def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput, options: PlanOptions,
@@ -158,4 +171,5 @@ def build_plan(spaces: Mapping[str, Space], names: list[str], query: QueryInput,
         inner.limit = options.top_k
         return inner
     using, vector = rerank
+    inner.limit = options.prefetch_limit  # what the rerank scores (its full multi-vectors: the costly part)
     return QueryNode(limit=options.top_k, using=using, vector=vector, prefetch=[inner], filter=flt)

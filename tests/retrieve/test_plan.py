@@ -93,6 +93,7 @@ def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
     page, document = node.prefetch
     assert node.limit == 5 and node.formula is not None and node.formula.priors == (1.5,)
     assert page.fusion == "dbsf" and [p.using for p in page.prefetch] == ["text", "bm25"]
+    assert [p.limit for p in page.prefetch] == [40, 40] and page.limit == 80  # the fusion keeps every page found
     assert document.fusion == "dbsf" and [p.using for p in document.prefetch] == ["doc_text", "doc_bm25"]
     # each vector over every page of its own chosen documents (and the request's filter), no cut inside them
     assert [(p.limit, p.filter.match, p.exact) for p in document.prefetch] == [
@@ -129,7 +130,7 @@ def test_sub_queries_are_page_stages_fused_with_the_whole_query(spaces):
                                        "Keep it short."))
     node = build_plan(with_doc, names, QueryInput(text=text), options, None)
     sentences, document = node.prefetch  # the document stage still scores the whole query
-    assert sentences.fusion == "rrf" and sentences.limit == 40 and len(sentences.prefetch) == 3
+    assert sentences.fusion == "rrf" and sentences.limit == 240 and len(sentences.prefetch) == 3  # no cut: 3 x 80
     assert all(p.fusion == "dbsf" and [c.using for c in p.prefetch] == ["text", "bm25"] for p in sentences.prefetch)
     whole, first, second = sentences.prefetch
     assert not np.allclose(whole.prefetch[0].vector, first.prefetch[0].vector)  # each sub-query embedded alone
