@@ -9,11 +9,13 @@ Arms, each a fresh subprocess per round (``bench/search_arm.py``; model load, wa
   ``bench.ingest`` makes it), run with ``PYTHONPATH`` on it.
 
 A round's value per arm is the median of its searches (every question of ``--suite`` once, up to
-``--queries``); ``p50_ratio`` is new / base per round::
+``--queries``); ``p50_ratio`` is new / base per round, ``cpu_ratio`` the same of the searches' CPU time (every
+thread of the process), which other work on the machine moves less than the wall clock::
 
     python -m bench.search_arms --data-dir DIR --corpus eval-filings --suite eval/suites/filings [--rounds 6]
 
-ends with ``RESULT p50_ratio=.. new_p50_ms=.. base_p50_ms=..`` (medians over rounds, 95 % bootstrap intervals).
+ends with ``RESULT p50_ratio=.. new_p50_ms=.. base_p50_ms=.. cpu_ratio=..`` (medians over rounds, 95 % bootstrap
+intervals).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mmrag.evaluate.stats import interval, paired_ratios
 from mmrag.evaluate.suite import load_suite
 
 
-def run_arm(tree: Path, spec: dict[str, object]) -> list[float]:
+def run_arm(tree: Path, spec: dict[str, object]) -> dict[str, list[float]]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     try:
@@ -43,14 +45,19 @@ def run_arm(tree: Path, spec: dict[str, object]) -> list[float]:
                              capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"arm failed in {tree}:\n{out.stderr[-3000:]}")
-        return list(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
+        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
     finally:
         Path(f.name).unlink(missing_ok=True)
 
 
-def p50_of(tree: Path, spec: dict[str, object]) -> Callable[[int], float]:
-    """One round of an arm: the median milliseconds of its searches."""
-    return lambda _round: statistics.median(run_arm(tree, spec))
+def p50_of(tree: Path, spec: dict[str, object], cpu: list[float]) -> Callable[[int], float]:
+    """One round of an arm: the median milliseconds of its searches (their median CPU milliseconds appended to
+    ``cpu``)."""
+    def one(_round: int) -> float:
+        got = run_arm(tree, spec)
+        cpu.append(statistics.median(got["cpu_ms"]))
+        return statistics.median(got["ms"])
+    return one
 
 
 def main() -> None:
@@ -67,10 +74,13 @@ def main() -> None:
     spec = {"data_dir": str(args.data_dir.resolve()), "corpus": args.corpus, "warm": args.warm,
             "queries": [q.text for q in load_suite(args.suite).queries][:args.queries]}
     trees = {"new": ROOT, "base": base_tree(args.base)}
-    p50 = alternate({arm: p50_of(tree, spec) for arm, tree in trees.items()}, args.rounds)
+    cpu: dict[str, list[float]] = {arm: [] for arm in trees}
+    p50 = alternate({arm: p50_of(tree, spec, cpu[arm]) for arm, tree in trees.items()}, args.rounds)
     ratio = interval(paired_ratios(p50["new"], p50["base"]))
     print(verdict("p50_ratio", ratio, 1.2, at_least=False))
     print(result_line({"p50_ratio": ratio, "new_p50_ms": interval(p50["new"]), "base_p50_ms": interval(p50["base"]),
+                       "cpu_ratio": interval(paired_ratios(cpu["new"], cpu["base"])),
+                       "new_cpu_ms": interval(cpu["new"]), "base_cpu_ms": interval(cpu["base"]),
                        "rounds": args.rounds, "queries": len(spec["queries"])}))
 
 
