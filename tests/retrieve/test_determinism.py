@@ -10,6 +10,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from mmrag.retrieve import document_choice, evidence
 from mmrag.retrieve.evidence import order_hits, query_past_ties, rank_key
 from mmrag.retrieve_config import RankingConfig
 from mmrag.store.base import Hit, QueryNode, in_score_order
@@ -109,11 +110,17 @@ def documents(pipeline):
     return pipeline
 
 
-def test_the_document_stage_scores_its_documents_whole_in_either_store_order(documents) -> None:
+@pytest.mark.parametrize("first_documents", [32, 1])
+def test_the_document_stage_scores_its_documents_whole_in_either_store_order(documents, monkeypatch,
+                                                                             first_documents) -> None:
     """A document's pages share its document vectors, so a document stage that keeps the best 16 pages cut
     inside the second document's 12 in the engine's own order: some of its identical pages had the document's
     match and the others none. Documents are chosen whole (ties by document id), so identical pages of one
-    document score alike, twice and in either store order."""
+    document score alike, twice and in either store order; also when the choice must ask the engine again for
+    more documents (a first query of one document and no margin: 12 pages, short of 16)."""
+    monkeypatch.setattr(document_choice, "FIRST_DOCUMENTS", first_documents)
+    if first_documents == 1:
+        monkeypatch.setattr(evidence, "TIE_MARGIN", 0)
     ranking_config = RankingConfig(ranker="off", document_candidates=16)
     documents.retriever.config = documents.retriever.config.model_copy(update={"ranking": ranking_config})
     request = SearchRequest(query="revenue in the northern region", top_k=36)
