@@ -98,19 +98,26 @@ def test_identical_pages_come_back_in_one_order_twice_and_in_either_store_order(
 
 
 @pytest.fixture()
-def documents(pipeline):
+def documents(request, settings, minilm):
     """Three documents of 12 identical pages each whose evidence (title) matches the query more or less, stored
-    in two orders (corpora ``fwd`` and ``rev``): the document stage's budget of 16 pages ends inside the second."""
+    in two orders (corpora ``fwd`` and ``rev``) on the embedded engine ``request.param`` (qdrant-edge, or
+    qdrant-client's local mode): the document stage's budget of 16 pages ends inside the second."""
+    from mmrag.pipeline import build_pipeline
+
+    settings.store.engine = request.param
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
     titles = {"n.pdf": "Northern region revenue", "s.pdf": "Southern region revenue", "w.pdf": "Tide tables"}
     files = {name: pdf(title, []) for name, title in titles.items()}
     for corpus, order in (("fwd", list(files)), ("rev", list(files)[::-1])):
         pipeline.corpora.create_corpus(corpus)
         for name in order:
             pipeline.ingest.file_bytes(corpus, files[name], name)
-    return pipeline
+    yield pipeline
+    pipeline.close()
 
 
-@pytest.mark.parametrize("first_documents", [32, 1])
+@pytest.mark.parametrize(("documents", "first_documents"), [("edge", 32), ("edge", 1), ("local", 32)],
+                         indirect=["documents"])
 def test_the_document_stage_scores_its_documents_whole_in_either_store_order(documents, monkeypatch,
                                                                              first_documents) -> None:
     """A document's pages share its document vectors, so a document stage that keeps the best 16 pages cut
