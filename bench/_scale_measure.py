@@ -24,6 +24,7 @@ from typing import Any
 from mmrag.jobs import bm25_stats
 from mmrag.pipeline import Pipeline
 from mmrag.retrieve import Retriever
+from mmrag.retrieve.evidence import order_hits, query_past_ties
 from mmrag.store.base import Hit, IndexSearch, QueryNode
 from mmrag.types import SearchRequest
 
@@ -105,6 +106,16 @@ def exact(node: QueryNode) -> QueryNode:
     return full
 
 
+def first_stage(retriever: Retriever, corpus: str, query: str, k: int, spaces: list[str] | None = None,
+                payload: list[str] | None = None, exhaustive: bool = False) -> list[Hit]:
+    """The top ``k`` of the first stage of the product's plan for ``query`` (planned anew: the document stage's
+    choice included), cut as the product cuts it (:func:`mmrag.retrieve.evidence.query_past_ties`: ties at the
+    cut by page id); ``exhaustive``: every stage a full scan (:func:`exact`)."""
+    *_, node = retriever.prepare(corpus, SearchRequest(query=query, top_k=k, spaces=spaces))
+    return order_hits(query_past_ties(retriever.store, corpus, exact(node) if exhaustive else node, k,
+                                      payload=payload), k)
+
+
 def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10, spaces: list[str] | None = None,
               original: Mapping[str, str] | None = None) -> tuple[list[float], list[float]]:
     """Per query: the share of the exhaustive search's top ``k`` pages that the approximate search finds, for
@@ -114,11 +125,8 @@ def recall_at(searchers: Searchers, corpus: str, queries: list[str], k: int = 10
     r = searchers.pipeline.retriever
     points, contents = [], []
     for q in queries:
-        *_, node = r.prepare(corpus, SearchRequest(query=q, top_k=k, spaces=spaces))
-        node.limit = k
         fields = ["document_id", "page"]
-        approx = r.store.query(corpus, node, payload=fields)
-        full = r.store.query(corpus, exact(node), payload=fields)
+        approx, full = first_stage(r, corpus, q, k, spaces, fields), first_stage(r, corpus, q, k, spaces, fields, True)
 
         def content(h: Hit) -> tuple[str, int]:
             doc = h.payload["document_id"]

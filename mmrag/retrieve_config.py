@@ -32,7 +32,9 @@ class RankingConfig(BaseModel):
     comparative counts 0.3), form, or "the latest" of its series, as the weighted share of those the query
     names (0..1). Bounded: a page's prior is at most ``1 + 2 w + s``."""
     document_candidates: int = Field(1000, ge=1, le=100_000)
-    """Pages the document stage scores: the pages of the best-matching documents (single vectors, cheap)."""
+    """Pages the document stage scores at least: the best-matching documents, each taken whole (by each
+    document vector, ties by document id) until their pages reach this number
+    (:mod:`mmrag.retrieve.document_choice`)."""
     title_weight: float = Field(1.0, ge=0, le=100)
     """Weight of a page's title region (its first words) holding the query's terms in the page's own prior
     (:mod:`mmrag.retrieve.page_prior`; pages of documents of 40 pages or more): a candidate's score is

@@ -21,17 +21,18 @@ from mmrag.config import CorpusConfig, IngestConfig
 from mmrag.errors import InvalidInput, Unavailable
 from mmrag.imaging import decode_query_image
 from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, candidate_hit, gather_candidates, located
+from mmrag.retrieve.document_choice import choose_documents
 from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, query_past_ties, rank_key, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
-from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter, usable
+from mmrag.retrieve.plan import PlanOptions, build_plan, document_space, request_filter, usable
 from mmrag.retrieve.rank_features import REFERENCE_FEATURES, CandidatePage, feature_matrix
 from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.request_checks import check_image_query, checked_spaces
 from mmrag.retrieve.sentences import query_sentences
 from mmrag.retrieve.snippets import snippet
 from mmrag.retrieve_config import RetrieveConfig
-from mmrag.spaces.base import QueryInput, Space
+from mmrag.spaces.base import DocumentChoice, QueryInput, Space
 from mmrag.store.base import FilterSpec, Hit, QueryNode, VectorStore
 from mmrag.types import (
     Evidence,
@@ -98,22 +99,18 @@ class Retriever:
         return QueryInput(text=request.query.strip(), image=image)
 
     def options(self, request: SearchRequest, fit: Mapping[str, float] | None = None,
-                sub_queries: tuple[str, ...] = ()) -> PlanOptions:
+                sub_queries: tuple[str, ...] = (), chosen: Mapping[str, DocumentChoice] | None = None) -> PlanOptions:
         """Plan options of ``request``; ``fit``: each document's fit to what the query names (the document
         stage's prior, :meth:`mmrag.retrieve.document_prior.CorpusDocuments.match`); ``sub_queries``: the
-        query's sentences scored on their own (:meth:`sub_queries`)."""
+        query's sentences scored on their own (:meth:`sub_queries`); ``chosen``: the documents the document
+        stage scores (:func:`mmrag.retrieve.document_choice.choose_documents`)."""
         c, r = self.config, self.config.ranking
         return PlanOptions(top_k=request.top_k, prefetch_limit=request.prefetch_limit or c.prefetch_limit,
                            rrf_k=request.rrf_k or c.rrf_k, weights=dict(request.weights or {}),
                            fusion=request.fusion or ("rrf" if request.weights else c.fusion),
                            document_weight=r.document_weight if r.document_stage else 0.0,
                            prior_strength=r.prior_strength, document_candidates=r.document_candidates,
-                           document_fit=dict(fit or {}), sub_queries=sub_queries)
-
-    def plan(self, spaces: Mapping[str, Space], query: QueryInput, names: list[str],
-             request: SearchRequest, fit: Mapping[str, float] | None = None,
-             sub_queries: tuple[str, ...] = ()) -> QueryNode:
-        return build_plan(spaces, names, query, self.options(request, fit, sub_queries), request_filter(request))
+                           document_fit=dict(fit or {}), sub_queries=sub_queries, document_choice=dict(chosen or {}))
 
     def sub_queries(self, documents: CorpusDocuments | None, text: str) -> tuple[str, ...]:
         """The sentences of a long query that run as their own sub-queries (``sentence_queries``): with
@@ -170,10 +167,16 @@ class Retriever:
         query = self._query_input(corpus, request)
         fit: Mapping[str, float] = {}
         documents = None
-        if any(spaces[n].document_level for n in names) and query.text and self.config.ranking.document_stage:
+        chosen: dict[str, DocumentChoice] = {}
+        space = document_space(spaces, names)
+        if space is not None and query.text and self.config.ranking.document_stage:
             documents = self.documents.get(corpus)
             fit = documents.match(query.text).fit
-        node = self.plan(spaces, query, names, request, fit, self.sub_queries(documents, query.text))
+            if self.config.ranking.document_weight > 0:
+                chosen = choose_documents(self.store, self.catalog, corpus, space, query,
+                                          self.config.ranking.document_candidates, request_filter(request))
+        options = self.options(request, fit, self.sub_queries(documents, query.text), chosen)
+        node = build_plan(spaces, names, query, options, request_filter(request))
         return spaces, names, query, fit, node
 
     def ranker(self, corpus: str, query: QueryInput, node: QueryNode) -> PageRanker | None:

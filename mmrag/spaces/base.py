@@ -40,6 +40,15 @@ class QueryInput:
     cache: dict[str, VectorValue] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentChoice:
+    """The documents a document-level vector ranks best for a query, whole: the best by that vector alone (ties
+    by document id) until their pages reach the document stage's budget (``mmrag.retrieve.document_choice``)."""
+
+    documents: tuple[str, ...]
+    pages: int  # their pages (at least those any filter leaves): a stage over them with this limit returns all
+
+
 class Space(abc.ABC):
     """Lifecycle: built by the composition root from loaded embedders; stateless afterwards."""
 
@@ -75,7 +84,20 @@ class Space(abc.ABC):
         return self
 
     def document_stage(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
-        """A stage scoring pages by their document's match to the query (document-level spaces only)."""
+        """A stage scoring the ``limit`` best pages ``flt`` allows by their document's match to the query
+        (document-level spaces only)."""
+        return None
+
+    def document_selection(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> list[tuple[str, QueryNode]]:
+        """(vector, stage) per document vector, each scoring one page of every document ``flt`` allows (so a
+        document's pages, which share its vectors, are never a tie to cut inside), ``limit`` documents
+        (document-level spaces only)."""
+        return []
+
+    def chosen_documents_stage(self, query: QueryInput, chosen: Mapping[str, DocumentChoice],
+                               flt: FilterSpec | None) -> QueryNode | None:
+        """:meth:`document_stage` over every page of each vector's ``chosen`` documents that ``flt`` allows, with
+        no cut (document-level spaces only)."""
         return None
 
     def rerank(self, query: QueryInput) -> tuple[str, VectorValue] | None:

@@ -8,23 +8,30 @@ Stored per page (the same values on every page of a document):
   corpus's ``text_datatype`` (float16 by default, like the text space's chunks);
 - ``doc_bm25``: BM25 of the evidence text (IDF in the engine).
 
-It adds no candidates of its own: :meth:`DocumentSpace.document_stage` is a prior on the pages the
+It adds no candidates of its own: :meth:`DocumentSpace.chosen_documents_stage` is a prior on the pages the
 page spaces found (see :func:`mmrag.retrieve.plan.build_plan`), one Qdrant query on either engine::
 
-    formula: page * (1 + w * document + b * [the query names one of the document's periods])
+    formula: page * (1 + w * document + s * fit)
       ├── page:      the page plan (fusion of the page spaces)                  $score[0]
-      └── document:  DBSF of doc_text and doc_bm25 over all pages (limit L:     $score[1]
-                     the pages of the best-matching documents)
+      └── document:  DBSF of doc_text and doc_bm25, each over every page of     $score[1]
+                     its chosen documents (no cut inside a document)
+
+The documents are chosen before, by :meth:`DocumentSpace.document_selection`: each vector scored on one page
+per document (the first page a filter allows), so the best documents come out whole and ties between them are
+broken by document id (:func:`mmrag.retrieve.document_choice.choose_documents`). A cut of the pages themselves
+would fall inside a document's pages, which all score alike, in the engine's own order.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import qdrant_edge as qe
 
 from mmrag.config import CorpusConfig
 from mmrag.embed.base import Embedder
-from mmrag.spaces.base import PageInput, QueryInput, Space
+from mmrag.spaces.base import DocumentChoice, PageInput, QueryInput, Space
 from mmrag.store.base import Datatype, FilterSpec, QueryNode, SpaceSpec, SparseVec, VectorValue
 
 EVIDENCE_AVG_LEN = 40.0  # BM25 length normalisation of evidence texts (tens of words, not pages)
@@ -76,13 +83,47 @@ class DocumentSpace(Space):
         sparse = self.bm25.embed_query(query.text)
         return dense, (SparseVec(list(sparse.indices), list(sparse.values)) if len(sparse.indices) else None)
 
-    def document_stage(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
-        """The pages of the ``limit`` best-matching pages' documents, scored by their document's match:
-        DBSF of doc_text and doc_bm25. Single vectors over the whole collection: cheap, no page rescoring."""
+    def vectors(self, query: QueryInput) -> list[tuple[str, VectorValue]]:
+        """(stored vector, query vector) of each document vector the query has something for."""
         if not query.text:
-            return None
+            return []
         dense, sparse = self.query_vectors(query)
-        stages = [QueryNode(limit=limit, using="doc_text", vector=dense, filter=flt)]
-        if sparse is not None:
-            stages.append(QueryNode(limit=limit, using="doc_bm25", vector=sparse, filter=flt))
-        return stages[0] if len(stages) == 1 else QueryNode(limit=limit, prefetch=stages, fusion="dbsf")
+        return [("doc_text", dense)] + ([("doc_bm25", sparse)] if sparse is not None else [])
+
+    def document_stage(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> QueryNode | None:
+        """The ``limit`` best pages ``flt`` allows, scored by their document's match: DBSF of doc_text and
+        doc_bm25 (a limit that covers the pages ``flt`` allows, as the ranker's candidates give, cuts none)."""
+        stages = [QueryNode(limit=limit, using=using, vector=vector, filter=flt)
+                  for using, vector in self.vectors(query)]
+        return _fused(stages, limit)
+
+    def document_selection(self, query: QueryInput, limit: int, flt: FilterSpec | None) -> list[tuple[str, QueryNode]]:
+        """Each document vector over one page per document: the first page ``flt`` allows (page 1, or the first
+        of its page range; every document has its pages from 1). A full scan of those points (one per document:
+        the exhaustive answer, whatever the collection's size)."""
+        first = flt.ranges["page"][0] if flt is not None and "page" in flt.ranges else None
+        one = FilterSpec(match=dict(flt.match) if flt else {}, ranges=dict(flt.ranges) if flt else {})
+        one.ranges["page"] = (first or 1.0, first or 1.0)
+        return [(using, QueryNode(limit=limit, using=using, vector=vector, filter=one, exact=True))
+                for using, vector in self.vectors(query)]
+
+    def chosen_documents_stage(self, query: QueryInput, chosen: Mapping[str, DocumentChoice],
+                               flt: FilterSpec | None) -> QueryNode | None:
+        """Each vector over every page of its chosen documents that ``flt`` allows (a limit of all their pages and
+        a full scan of them: no cut, no approximation), fused by DBSF over all of them."""
+        stages = []
+        for using, vector in self.vectors(query):
+            choice = chosen.get(using)
+            if choice is None or not choice.documents:
+                continue
+            within = FilterSpec(match=dict(flt.match) if flt else {}, ranges=dict(flt.ranges) if flt else {})
+            within.match["document_id"] = list(choice.documents)  # the choice already met flt's documents
+            stages.append(QueryNode(limit=choice.pages, using=using, vector=vector, filter=within, exact=True))
+        return _fused(stages, sum(s.limit for s in stages))
+
+
+def _fused(stages: list[QueryNode], limit: int) -> QueryNode | None:
+    """One stage as it is, several fused by DBSF (``limit`` results), none: None."""
+    if len(stages) <= 1:
+        return stages[0] if stages else None
+    return QueryNode(limit=limit, prefetch=stages, fusion="dbsf")

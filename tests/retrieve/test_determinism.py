@@ -10,6 +10,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from mmrag.retrieve import document_choice, evidence
 from mmrag.retrieve.evidence import order_hits, query_past_ties, rank_key
 from mmrag.retrieve_config import RankingConfig
 from mmrag.store.base import Hit, QueryNode, in_score_order
@@ -94,3 +95,48 @@ def test_identical_pages_come_back_in_one_order_twice_and_in_either_store_order(
     assert all(ids == sorted(ids) for ids in groups.values())  # every tie in page id order
     if ranker == "off":  # the first stage scores the 24 identical pages alike (the ranker reads their positions)
         assert max(len(ids) for ids in groups.values()) >= 12
+
+
+@pytest.fixture()
+def documents(request, settings, minilm):
+    """Three documents of 12 identical pages each whose evidence (title) matches the query more or less, stored
+    in two orders (corpora ``fwd`` and ``rev``) on the embedded engine ``request.param`` (qdrant-edge, or
+    qdrant-client's local mode): the document stage's budget of 16 pages ends inside the second."""
+    from mmrag.pipeline import build_pipeline
+
+    settings.store.engine = request.param
+    pipeline = build_pipeline(settings, embedders={"text": minilm})
+    titles = {"n.pdf": "Northern region revenue", "s.pdf": "Southern region revenue", "w.pdf": "Tide tables"}
+    files = {name: pdf(title, []) for name, title in titles.items()}
+    for corpus, order in (("fwd", list(files)), ("rev", list(files)[::-1])):
+        pipeline.corpora.create_corpus(corpus)
+        for name in order:
+            pipeline.ingest.file_bytes(corpus, files[name], name)
+    yield pipeline
+    pipeline.close()
+
+
+@pytest.mark.parametrize(("documents", "first_documents"), [("edge", 32), ("edge", 1), ("local", 32)],
+                         indirect=["documents"])
+def test_the_document_stage_scores_its_documents_whole_in_either_store_order(documents, monkeypatch,
+                                                                             first_documents) -> None:
+    """A document's pages share its document vectors, so a document stage that keeps the best 16 pages cut
+    inside the second document's 12 in the engine's own order: some of its identical pages had the document's
+    match and the others none. Documents are chosen whole (ties by document id), so identical pages of one
+    document score alike, twice and in either store order; also when the choice must ask the engine again for
+    more documents (a first query of one document and no margin: 12 pages, short of 16)."""
+    monkeypatch.setattr(document_choice, "FIRST_DOCUMENTS", first_documents)
+    if first_documents == 1:
+        monkeypatch.setattr(evidence, "TIE_MARGIN", 0)
+    ranking_config = RankingConfig(ranker="off", document_candidates=16)
+    documents.retriever.config = documents.retriever.config.model_copy(update={"ranking": ranking_config})
+    request = SearchRequest(query="revenue in the northern region", top_k=36)
+    first = ranking(documents, "fwd", request)
+    assert len(first) == 36
+    scores: dict[str, set[float]] = {}
+    for name, _, score in first:
+        scores.setdefault(name, set()).add(score)
+    assert all(len(s) == 1 for s in scores.values()), scores  # 12 identical pages of a document: one score
+    assert len(set().union(*scores.values())) == 3  # and the three documents three scores (w.pdf outside the budget)
+    assert ranking(documents, "fwd", request) == first
+    assert ranking(documents, "rev", request) == first

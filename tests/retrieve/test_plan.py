@@ -13,7 +13,9 @@ from mmrag.embed.base import load_embedder
 from mmrag.errors import InvalidInput
 from mmrag.retrieve.plan import PlanOptions, build_plan, request_filter
 from mmrag.spaces import Bm25Space, QueryInput, TextDenseSpace
+from mmrag.spaces.base import DocumentChoice
 from mmrag.spaces.visual import ClipSpace, ColpaliSpace
+from mmrag.store.base import FilterSpec
 from mmrag.types import SearchRequest
 
 OPTIONS = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={})
@@ -83,14 +85,26 @@ def test_document_stage_is_a_formula_prior_on_the_page_plan(spaces):
     with_doc = {**spaces, "document": DocumentSpace(load_embedder("fake:8"))}
     names = ["text", "bm25", "document"]
     fit = {"d3": 1.0, "d7": 0.65, "d8": 0.65, "d9": 0.0}
+    chosen = {"doc_text": DocumentChoice(("d3", "d1"), 520), "doc_bm25": DocumentChoice(("d7",), 300)}
     options = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={}, fusion="dbsf", document_weight=1.5,
-                          prior_strength=2.0, document_fit=fit, document_candidates=500)
-    node = build_plan(with_doc, names, QueryInput(text="Apple net sales in Q3 2023"), options, None)
+                          prior_strength=2.0, document_fit=fit, document_candidates=500, document_choice=chosen)
+    flt = FilterSpec(match={"kind": "page"})
+    node = build_plan(with_doc, names, QueryInput(text="Apple net sales in Q3 2023"), options, flt)
     page, document = node.prefetch
     assert node.limit == 5 and node.formula is not None and node.formula.priors == (1.5,)
     assert page.fusion == "dbsf" and [p.using for p in page.prefetch] == ["text", "bm25"]
+    assert [p.limit for p in page.prefetch] == [40, 40] and page.limit == 80  # the fusion keeps every page found
     assert document.fusion == "dbsf" and [p.using for p in document.prefetch] == ["doc_text", "doc_bm25"]
-    assert all(p.limit == 500 for p in document.prefetch)
+    # each vector over every page of its own chosen documents (and the request's filter), no cut inside them
+    assert [(p.limit, p.filter.match, p.exact) for p in document.prefetch] == [
+        (520, {"kind": "page", "document_id": ["d3", "d1"]}, True),
+        (300, {"kind": "page", "document_id": ["d7"]}, True)]
+    assert document.limit == 820
+    one = build_plan(with_doc, names, QueryInput(text="Apple"), replace(options, document_choice={
+        "doc_text": chosen["doc_text"]}), None)
+    assert one.prefetch[1].using == "doc_text" and one.prefetch[1].limit == 520  # one vector: no fusion
+    no_documents = build_plan(with_doc, names, QueryInput(text="Apple"), replace(options, document_choice={}), None)
+    assert len(no_documents.prefetch) == 1 and no_documents.formula.priors == ()  # the fit terms alone
     # one term per distinct fit, the strongest first; a document that fits nothing gets none
     assert [(b, c.match) for b, c in node.formula.boosts] == [
         (2.0, {"document_id": ["d3"]}), (1.3, {"document_id": ["d7", "d8"]})]
@@ -111,11 +125,12 @@ def test_sub_queries_are_page_stages_fused_with_the_whole_query(spaces):
     text = ("I'm building a capital-return model. From eBay's FY2021 statement of cash flows, take repurchases of "
             "common stock. Keep it short.")  # ebay-28, shortened
     options = PlanOptions(top_k=5, prefetch_limit=40, rrf_k=60, weights={}, fusion="dbsf", document_weight=1.0,
+                          document_choice={v: DocumentChoice(("d1",), 90) for v in ("doc_text", "doc_bm25")},
                           sub_queries=("From eBay's FY2021 statement of cash flows, take repurchases of common stock.",
                                        "Keep it short."))
     node = build_plan(with_doc, names, QueryInput(text=text), options, None)
     sentences, document = node.prefetch  # the document stage still scores the whole query
-    assert sentences.fusion == "rrf" and sentences.limit == 40 and len(sentences.prefetch) == 3
+    assert sentences.fusion == "rrf" and sentences.limit == 240 and len(sentences.prefetch) == 3  # no cut: 3 x 80
     assert all(p.fusion == "dbsf" and [c.using for c in p.prefetch] == ["text", "bm25"] for p in sentences.prefetch)
     whole, first, second = sentences.prefetch
     assert not np.allclose(whole.prefetch[0].vector, first.prefetch[0].vector)  # each sub-query embedded alone

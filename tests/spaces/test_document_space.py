@@ -12,6 +12,7 @@ from mmrag.embed.base import load_embedder
 from mmrag.spaces.base import PageInput, QueryInput
 from mmrag.spaces.document import DocumentSpace
 from mmrag.store import CollectionSpec, PointRecord
+from mmrag.store.base import FilterSpec
 from mmrag.store.edge import EdgeStore
 from mmrag.types import Page, TextSource
 
@@ -35,6 +36,14 @@ def test_pages_of_a_document_share_its_evidence_vectors() -> None:
     assert stage is not None and stage.fusion == "dbsf"
     assert [p.using for p in stage.prefetch] == ["doc_text", "doc_bm25"]
     assert space.document_stage(QueryInput(text=""), 300, None) is None
+    # the choice of documents: each vector over one page per document (the first page a filter allows)
+    flt = FilterSpec(match={"document_id": ["d1", "d2"]}, ranges={"page": (3.0, 9.0)})
+    selection = space.document_selection(QueryInput(text="Apple Q3 2023"), 40, flt)
+    assert [(u, n.limit, n.exact, n.filter.ranges, n.filter.match) for u, n in selection] == [
+        (u, 40, True, {"page": (3.0, 3.0)}, {"document_id": ["d1", "d2"]}) for u in ("doc_text", "doc_bm25")]
+    assert flt.ranges == {"page": (3.0, 9.0)}  # the request's filter is left as it was
+    assert space.document_selection(QueryInput(text="Apple"), 40, None)[0][1].filter.ranges == {"page": (1.0, 1.0)}
+    assert space.document_selection(QueryInput(text=""), 40, None) == []
 
 
 def _stored_doc_text_bytes(root, config: CorpusConfig, n: int = 300) -> tuple[int, list[float]]:
