@@ -5,11 +5,15 @@ parse workers, converter, embedding workers) and of its open file descriptors, a
 The figures, one function each so that a test can feed them synthetic series (tests/bench/test_soak.py):
 
 * the run's first 10 % is warm-up; a *window* is ``min(10 minutes, a sixth of the run)``;
-* ``rss_growth``: median memory of the process tree in the last window ÷ median in the first window
-  after warm-up − 1, with a bootstrap interval that resamples the two windows' samples. The tree's memory
-  is the sum of each process's PSS (proportional set size: RSS with each shared page divided among the
-  processes sharing it), since a worker forked from the server shows the server's pages in its own RSS
-  and a plain sum would count them twice; ``server_rss_growth`` is the same on the server's RSS alone;
+* growth of a memory figure: its median in the last window ÷ its median in the first window after
+  warm-up − 1, with a bootstrap interval that resamples the two windows' samples; for
+  ``server_rss_growth`` the figure is the server's RSS, for ``worker_rss_growth`` a worker's RSS (the median
+  over the sample's worker processes: the Python children, i.e. the parse workers; a converter or OCR
+  process is another program), and **``rss_growth`` is the larger of the two** (by its upper bound): does
+  any process grow. ``tree_pss_growth`` is the growth of the whole tree's PSS (proportional set size: RSS
+  with each shared page divided among the processes sharing it), printed for reference: it moves with how
+  many parse workers and converters happen to be running at each sample (2 idle, up to 10 during an
+  upload), so a window's median says as much about the traffic of that window as about growth;
 * ``p99_ratio``: p99 of search latency in the last window ÷ p99 in the first window after warm-up,
   bootstrapped over the two windows' requests (:func:`mmrag.evaluate.stats.ratio_interval`);
 * ``errors_5xx``: every answer with a status of 500 or more (a transport error, no answer at all, is
@@ -143,13 +147,20 @@ def _inside(t: float, span: tuple[float, float]) -> bool:
     return span[0] <= t < span[1] or (t == span[1] and span[1] > span[0])
 
 
+def worker_rss_mb(s: Sample) -> float | None:
+    """The median RSS of the sample's worker processes (its Python children); None when it has none."""
+    workers = [mb for name, mb in s.children_rss_mb.items() if name.split(":", 1)[1].startswith("python")]
+    return float(np.median(workers)) if workers else None
+
+
 def rss_growth(samples: list[Sample], duration_s: float, *, which: str = "total") -> Estimate:
-    """Memory (``total``: PSS of the server and its children; ``server``: the server's RSS) of the last window
-    ÷ the first window after warm-up − 1 (medians, bootstrap over each window's samples)."""
+    """Memory (``total``: PSS of the server and its children; ``server``: the server's RSS; ``workers``: a
+    worker's RSS, :func:`worker_rss_mb`) of the last window ÷ the first window after warm-up − 1 (medians,
+    bootstrap over each window's samples)."""
     w = windows(duration_s)
-    value = (lambda s: s.tree_pss_mb) if which == "total" else (lambda s: s.server_rss_mb)
-    first = [value(s) for s in samples if _inside(s.t, w.first)]
-    last = [value(s) for s in samples if _inside(s.t, w.last)]
+    value = {"total": lambda s: s.tree_pss_mb, "server": lambda s: s.server_rss_mb, "workers": worker_rss_mb}[which]
+    first = [v for s in samples if _inside(s.t, w.first) and (v := value(s)) is not None]
+    last = [v for s in samples if _inside(s.t, w.last) and (v := value(s)) is not None]
     ratio = ratio_interval(last, first, median_stat)
     return Estimate(ratio.value - 1, ratio.lo - 1, ratio.hi - 1, ratio.n)
 
@@ -177,8 +188,11 @@ def summarise(series: Series, duration_s: float) -> dict[str, Estimate | float |
     return {"minutes": round(duration_s / 60, 2), "requests": len(series.requests),
             "errors_5xx": errors_5xx(series.requests),
             "errors_transport": sum(r.status == 0 for r in series.requests),
-            "rss_growth": rss_growth(series.samples, duration_s),
-            "server_rss_growth": rss_growth(series.samples, duration_s, which="server"),
+            "rss_growth": max(server := rss_growth(series.samples, duration_s, which="server"),
+                              workers := rss_growth(series.samples, duration_s, which="workers"),
+                              key=lambda e: e.hi),
+            "server_rss_growth": server, "worker_rss_growth": workers,
+            "tree_pss_growth": rss_growth(series.samples, duration_s),
             "p99_ratio": p99_ratio(series.requests, duration_s),
             "fds_first": series.samples[0].fds, "fds_last": series.samples[-1].fds}
 

@@ -278,7 +278,8 @@ def build_pipeline(settings: Settings, *, embedders: dict[str, Embedder] | None 
 
 def build_parse_pool(settings: Settings) -> ParsePool:
     """The parse worker processes of this process (started on first use)."""
-    return ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle, settings.jobs.parse_nice)
+    return ParsePool(settings.ingest.parse_memory_mb, settings.ingest.parse_workers_idle, settings.jobs.parse_nice,
+                     settings.ingest.parse_worker_calls)
 
 
 def build_stage_context(settings: Settings, spaces: dict[str, Space] | None,

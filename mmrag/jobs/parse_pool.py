@@ -9,8 +9,9 @@ starts) and, when the caller gives one, what is left of the document's parse bud
 worker is killed and the call raises :class:`~mmrag.errors.TooComplex`
 naming the setting; when the job is cancelled or the pool closes (the service stops), the worker is
 killed and the call raises :class:`ParseInterrupted` (the work is redone after a restart, or dropped).
-A worker that answered goes back to the idle list (at most ``idle`` kept); one that was killed is
-replaced at once.
+A worker that answered goes back to the idle list (at most ``idle`` kept) until it has answered
+``max_calls`` calls, then it is replaced by a fresh one (what a worker parsed stays in its heap); one that was
+killed is replaced at once.
 
 Lifecycle: built with the stage context (no process starts until the first call); ``call`` from any
 thread, each call holds one worker; ``close()`` kills every worker, busy ones included. A forked
@@ -80,9 +81,11 @@ class _Worker:
                                      env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self._buf = bytearray()
+        self.calls = 0  # calls sent to it
 
     def send(self, payload: bytes) -> None:
         assert self.proc.stdin is not None
+        self.calls += 1
         write_frame(self.proc.stdin, REQUEST, payload)  # type: ignore[arg-type]
 
     def poll(self, timeout: float) -> tuple[bytes, bytes] | None:
@@ -120,8 +123,9 @@ class _Worker:
 
 
 class ParsePool:
-    def __init__(self, memory_mb: int = 2048, idle: int = 2, nice: int = 0) -> None:
+    def __init__(self, memory_mb: int = 2048, idle: int = 2, nice: int = 0, max_calls: int = 0) -> None:
         self.memory_mb, self.idle, self.nice = memory_mb, idle, nice  # nice: the workers' niceness, at least
+        self.max_calls = max_calls  # calls a worker answers before it is replaced (0: never)
         self._reset()
 
     def _reset(self) -> None:
@@ -236,12 +240,12 @@ class ParsePool:
         return worker
 
     def _give(self, worker: _Worker, answered: bool) -> None:
-        """Back to the idle list if it answered and there is room; otherwise killed (it may be mid-call)
-        and, if the idle list is short, replaced now (the next call does not wait for a start-up)."""
+        """Back to the idle list if it answered, has calls left and there is room; otherwise killed (it may be
+        mid-call) and, if the idle list is short, replaced now (the next call does not wait for a start-up)."""
         with self._lock:
             self._busy.discard(worker)
             keep = (answered and not self._closed.is_set() and worker.proc.poll() is None
-                    and len(self._idle) < self.idle)
+                    and len(self._idle) < self.idle and not (self.max_calls and worker.calls >= self.max_calls))
             if keep:
                 self._idle.append(worker)
         if not keep:

@@ -31,12 +31,13 @@ from bench._soak_series import (
 from bench._stats import result_line
 
 
-def _samples(duration: float, rss: Callable[[float], float], every: float = 10.0) -> list[Sample]:
+def _samples(duration: float, rss: Callable[[float], float], every: float = 10.0,
+             worker: Callable[[float], float] = lambda t: 100.0) -> list[Sample]:
     rng = np.random.default_rng(0)
     out = []
     for t in np.arange(0, duration + every / 2, every):
-        server, child = float(rss(t)) + rng.normal(0, 2), 100.0 + rng.normal(0, 1)
-        out.append(Sample(t, server, {"1:parse": child}, 40, server + child))
+        server, child = float(rss(t)) + rng.normal(0, 2), float(worker(t)) + rng.normal(0, 1)
+        out.append(Sample(t, server, {"1:python3": child}, 40, server + child))
     return out
 
 
@@ -64,6 +65,21 @@ def test_flat_memory_meets_the_target_and_a_leak_does_not() -> None:
     assert abs(warm_only.value) < 0.01
     server = rss_growth(_samples(3600, lambda t: 1000 + t / 36), 3600, which="server")
     assert server.value > leak.value  # the children's flat 100 MB dilute the total's growth
+
+
+def test_rss_growth_is_the_larger_of_the_server_and_a_worker_and_ignores_how_many_run() -> None:
+    leaky_worker = _samples(3600, lambda t: 1000, worker=lambda t: 100 + t / 360)  # +10 MB an hour per worker
+    values = summarise(Series(_requests(3600, lambda t: 0.05), leaky_worker), 3600)
+    assert values["server_rss_growth"].meets(0.05, at_least=False)  # type: ignore[union-attr]
+    assert values["rss_growth"] == values["worker_rss_growth"] and values["rss_growth"].lo > 0.05  # type: ignore[union-attr]
+    busy_end = [Sample(s.t, s.server_rss_mb, {**s.children_rss_mb, **({f"{k}:python3": 100.0 for k in range(2, 10)}
+                                                                       | {"11:soffice.bin": 300.0}
+                                                                       if s.t > 3000 else {})},
+                       s.fds, s.tree_pss_mb + (1100 if s.t > 3000 else 0))
+                for s in _samples(3600, lambda t: 1000)]  # eight more workers and a converter at the end
+    busy = summarise(Series(_requests(3600, lambda t: 0.05), busy_end), 3600)
+    assert busy["rss_growth"].meets(0.05, at_least=False)  # type: ignore[union-attr]
+    assert busy["tree_pss_growth"].lo > 0.5  # type: ignore[union-attr]  # the whole tree's sum moves with them
 
 
 def test_a_slower_end_shows_in_the_p99_ratio() -> None:

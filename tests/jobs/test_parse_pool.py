@@ -48,6 +48,30 @@ def test_a_worker_that_died_while_idle_is_replaced():
         pool.close()
 
 
+def test_a_worker_is_replaced_after_max_calls():
+    pool = ParsePool(idle=1, max_calls=2)
+    try:
+        pids = []
+        for i in range(5):
+            assert _text(pool.call(_pages(text_pdf(f"page {i}"), IngestConfig()))).startswith(f"page {i}")
+            pids.append(pool._idle[0].proc.pid if pool._idle and pool._idle[0].calls else None)
+        # two calls on a worker, then a fresh one (started idle, so it shows no calls until it takes one)
+        assert pids[0] is not None and pids[1] is None and pids[2] is not None and pids[2] != pids[0]
+        assert pids[3] is None and pids[4] not in (None, pids[0], pids[2])
+    finally:
+        pool.close()
+
+    unbounded = ParsePool(idle=1)  # 0: the same worker for every call
+    try:
+        seen = set()
+        for i in range(4):
+            unbounded.call(_pages(text_pdf(f"page {i}"), IngestConfig()))
+            seen.add(unbounded._idle[0].proc.pid)
+        assert len(seen) == 1 and unbounded._idle[0].calls == 4
+    finally:
+        unbounded.close()
+
+
 def test_over_the_memory_limit_is_too_complex():
     """A 100-megapixel render (300 MB of RGB) under a 256 MiB address-space limit."""
     pool = ParsePool(memory_mb=256)
