@@ -141,7 +141,10 @@ def compare_rankings(got: dict[str, Ranking], want: dict[str, Ranking]) -> Findi
             out.notes.append(f"search {key}: order differs among equal scores")
         else:
             out.mismatched += 1
-            out.notes.append(f"search {key}: ranking differs from the clean ingest: {run[:3]} vs {ref[:3]}")
+            at = next((i for i, (a, b) in enumerate(zip(run, ref, strict=False))
+                       if a[:2] != b[:2] or abs(a[2] - b[2]) > SCORE_TOLERANCE), min(len(run), len(ref)))
+            out.notes.append(f"search {key}: ranking differs from the clean ingest from rank {at + 1} "
+                             f"({len(run)} vs {len(ref)} results): {run[at:at + 3]} vs {ref[at:at + 3]}")
     return out
 
 
