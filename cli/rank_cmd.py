@@ -41,15 +41,12 @@ def train_command(
 ) -> None:
     """Train a ranker on SUITES; print leave-one-fold-out page nDCG@5 before (today's order) and after."""
     from mmrag.evaluate.rank_data import collect_suite, cross_validate, stack, suite_questions
-    from mmrag.evaluate.ranker_training import check_folds, summarise, train_corpus_ranker
+    from mmrag.evaluate.ranker_training import check_folds, feature_set, summarise, train_corpus_ranker
     from mmrag.evaluate.suite import load_suite
-    from mmrag.retrieve.rank_features import FEATURE_SETS
     from mmrag.retrieve.ranker import train_ranker
 
     try:
-        if features not in FEATURE_SETS:
-            raise InvalidInput(f"--features {features!r}: one of {', '.join(sorted(FEATURE_SETS))}")
-        names = FEATURE_SETS[features]
+        names = feature_set(features)
         if corpus:
             if len(suites) != 1:
                 raise InvalidInput("--corpus takes one suite (its judgments name the corpus's files)")

@@ -27,7 +27,7 @@ from mmrag.catalog import Catalog
 from mmrag.errors import Conflict, InvalidInput, MMRAGError, NotFound
 from mmrag.evaluate.rank_data import JudgedQuestion, QuestionScore, collect_questions, cross_validate, stack
 from mmrag.evaluate.stats import paired_bootstrap_ci
-from mmrag.retrieve.rank_features import FEATURES
+from mmrag.retrieve.rank_features import FEATURE_SETS, FEATURES
 from mmrag.retrieve.search import RANKER_FILE, Retriever
 
 if TYPE_CHECKING:
@@ -96,6 +96,14 @@ def check_folds(questions: Sequence[Folded]) -> None:
                            "a ranker is scored on folds it was not trained on, so give questions about two "
                            "companies (group) or two documents at least")
 
+
+
+def feature_set(name: str) -> tuple[str, ...]:
+    """The features of a named set (``base``: the shipped model's; ``references``: also the question's page,
+    slide, figure and table numbers); InvalidInput for another name."""
+    if name not in FEATURE_SETS:
+        raise InvalidInput(f"feature set {name!r}: one of {', '.join(sorted(FEATURE_SETS))}")
+    return FEATURE_SETS[name]
 
 def train_corpus_ranker(retriever: Retriever, corpus: str, questions: Sequence[JudgedQuestion], *,
                         force: bool = False, progress: Callable[[int, int], None] | None = None,
