@@ -84,11 +84,18 @@ def base_tree(spec: str | None) -> Path:
 
 
 def run_arm(tree: Path, files: list[tuple[str, Path, int, int]], settings: dict[str, Any]) -> dict[str, Any]:
+    return run_in_tree(tree, "ingest_arm.py", {"files": [[n, str(p), a, b] for n, p, a, b in files],
+                                               "settings": settings})
+
+
+def run_in_tree(tree: Path, script: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """``bench/<script> SPEC.json`` run on ``tree``'s code (``PYTHONPATH``: a ``git archive`` of another commit, or
+    this checkout); the JSON object its last line of output prints."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump({"files": [[n, str(p), a, b] for n, p, a, b in files], "settings": settings}, f)
+        json.dump(spec, f)
     try:
         env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-        out = subprocess.run([sys.executable, str(ROOT / "bench" / "ingest_arm.py"), f.name], cwd=tree, env=env,
+        out = subprocess.run([sys.executable, str(ROOT / "bench" / script), f.name], cwd=tree, env=env,
                              capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"arm failed in {tree}:\n{out.stderr[-3000:]}")

@@ -21,33 +21,18 @@ intervals).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from bench._stats import alternate, machine_line, result_line, verdict
-from bench.ingest import ROOT, base_tree
+from bench.ingest import ROOT, base_tree, run_in_tree
 from mmrag.evaluate.stats import interval, paired_ratios
 from mmrag.evaluate.suite import load_suite
 
 
 def run_arm(tree: Path, spec: dict[str, object]) -> dict[str, list[float]]:
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(spec, f)
-    try:
-        env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-        out = subprocess.run([sys.executable, str(ROOT / "bench" / "search_arm.py"), f.name], cwd=tree, env=env,
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"arm failed in {tree}:\n{out.stderr[-3000:]}")
-        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-    finally:
-        Path(f.name).unlink(missing_ok=True)
+    return run_in_tree(tree, "search_arm.py", spec)
 
 
 def p50_of(tree: Path, spec: dict[str, object], cpu: list[float]) -> Callable[[int], float]:
