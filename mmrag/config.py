@@ -176,9 +176,9 @@ class EmbedConfig(BaseModel):
     """Most padded tokens (texts x the longest one's tokens) one forward of the text model computes; a
     longer batch is cut, longest texts first. 0 (the default): 2,048 on a CPU, no bound but the batch's
     64 texts on a GPU. A forward's memory grows with its tokens (attention with their square) and ONNX
-    Runtime keeps its arena at the largest forward it ever ran: 64 texts of 256 tokens held ~0.9 GB for
-    good, the 2,048 budget ~0.2 GB; on a CPU smaller forwards were no slower per token (docs/embedding.md,
-    "Memory")."""
+    Runtime keeps its arena at the largest forward it ever ran: 64 texts of 256 tokens held 1.8 GB for
+    good, the 2,048 budget 0.2 GB, and ran 1.06x faster on a CPU (docs/benchmarks.md, "A forward's
+    padded-token budget")."""
     clip_model: str | None = "open_clip:ViT-B-32/laion2b_s34b_b79k"
     """CLIP/SigLIP spec for the ``clip`` space; None disables it. Skipped with a warning if it cannot load."""
     colpali_model: str | None = "hf:vidore/colqwen2-v1.0-hf"
