@@ -84,10 +84,10 @@ def kill_when(server: Killable, aim: Aim, done: threading.Event) -> str | None:
                 steps[thread] += 1
         seen = len(events)
         now = time.monotonic()
-        if any((aim.mode == "step" and steps[t] >= aim.steps) or (aim.mode == "time" and now - t0 >= aim.delay_s)
-               for t, t0 in entered.items()):
-            server.kill_for(next(t for t, t0 in entered.items() if (aim.mode == "step" and steps[t] >= aim.steps)
-                                 or (aim.mode == "time" and now - t0 >= aim.delay_s)))
+        due = next((t for t, t0 in entered.items() if (aim.mode == "step" and steps[t] >= aim.steps)
+                    or (aim.mode == "time" and now - t0 >= aim.delay_s)), None)
+        if due is not None:
+            server.kill_for(due)
             hit = active_stages(read_events(server.probe))
             return "+".join(hit) or "idle"
         if done.is_set() and not entered:
