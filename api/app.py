@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -86,7 +85,7 @@ def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> Non
     app.state.pipeline.answers.enable()  # load the VLM at start-up: /health says whether it is on
     # the models and rankers of the served corpora load in the background: the first search or upload does
     # not stall, and the collector does not scan them again (Pipeline.warm_up)
-    threading.Thread(target=app.state.pipeline.warm_up, name="mmrag-warm-up", daemon=True).start()
+    app.state.pipeline.start_warm_up()
     url = os.environ.get("MMRAG_SERVER_URL", f"http://{settings.api.host}:{settings.api.port}")
     with open(server_file(settings), "w") as fh:
         json.dump({"pid": os.getpid(), "url": url}, fh)

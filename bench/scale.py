@@ -19,6 +19,12 @@ bench/_scale_corpus.py). At each size, with the same queries (the suite's questi
     python -m bench.scale --sizes 5000,50000 [--base /work/data-h6/base] [--data-dir /work/data-h6/scale]
         [--out /work/data-h6/out] [--rounds 3] [--queries 40] [--recall-ef engine,100,200,400,800]
 
+A large size takes hours to grow on a small machine: ``--keep`` grows ``--data-dir`` on from where an earlier
+run left it (its copies continue after the documents it holds), and ``--small DIR`` measures a smaller folder
+grown earlier from the same base first, in place, so that the RESULT's ratios still come from one run:
+
+    python -m bench.scale --keep --data-dir DIR_100K --sizes 250000 --small DIR_5K
+
 Prints a table per size, writes it as JSON (and a PNG if matplotlib is installed) to ``--out``, and ends
 with ``RESULT p50_ratio p99_ratio recall10 upload_ratio start_s rss_gb loaded`` (largest size / smallest).
 """
@@ -26,8 +32,10 @@ with ``RESULT p50_ratio p99_ratio recall10 upload_ratio start_s rss_gb loaded`` 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from bench._scale_corpus import (
+    BaseDocument,
     copies,
     copy_data_folder,
     corpus_pages,
@@ -218,22 +227,27 @@ def plot(rows: list[SizeRow], path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> list[SizeRow]:
-    """Copy the base, then grow and measure through the sizes; returns the rows (bench and test)."""
+    """Copy the base (or, with ``--keep``, go on from the folder as it is), then grow and measure through the
+    sizes; ``--small``, a folder grown before, is measured first; returns the rows (bench and test)."""
     sizes = sorted(int(s) for s in args.sizes.split(","))
     queries = [q.text for q in load_suite(args.suite).queries][: args.queries]
-    copy_data_folder(args.base, args.data_dir)
+    base = read_base(args.base, args.corpus)
+    args.base_documents, base_pages = len(base), sum(len(b.pages) for b in base)
+    rows = [measure_kept(args.small, args, queries, base)] if args.small is not None else []
+    if not args.keep:
+        copy_data_folder(args.base, args.data_dir)
     pipeline = build_pipeline(search_settings(args.data_dir))
-    rows = []
     try:
         dropped = drop_unlisted(pipeline, args.corpus)
-        base = load_base(pipeline, args.corpus)
-        args.base_documents = len(base)
-        print(f"base: {len(base)} documents, {sum(len(b.pages) for b in base):,} pages from {args.base} ({dropped} "
-              f"unfinished documents of its ingest left out); {len(queries)} queries; {machine_line()}", flush=True)
-        todo, rng = copies(base), np.random.default_rng(args.seed)
+        held = len(pipeline.catalog.documents.listed(args.corpus, limit=10_000_000))
+        print(f"base: {len(base)} documents, {base_pages:,} pages from {args.base}; {args.data_dir} holds {held:,} "
+              f"documents ({dropped} unfinished documents left out); {len(queries)} queries; {machine_line()}",
+              flush=True)
+        todo = continued_copies(base, held)
+        rng = np.random.default_rng((args.seed, held) if args.keep else args.seed)  # a kept folder: other noise
         for size in sizes:
             grown = grow(pipeline, args.corpus, todo, size, rng)
-            made = corpus_pages(pipeline, args.corpus) // sum(len(b.pages) for b in base) + 1  # copies begun
+            made = corpus_pages(pipeline, args.corpus) // base_pages + 1  # copies begun
             row, pipeline = measure(pipeline, args.data_dir, args.corpus, queries, args, grown, originals(base, made))
             rows.append(row)
             args.out.mkdir(parents=True, exist_ok=True)  # what is measured so far, should a larger size fail
@@ -241,6 +255,32 @@ def run(args: argparse.Namespace) -> list[SizeRow]:
     finally:
         pipeline.close()
     return rows
+
+
+def read_base(folder: Path, corpus: str) -> list[BaseDocument]:
+    """The real ingest's documents (read from its folder, which stays as it is)."""
+    pipeline = build_pipeline(search_settings(folder), run_jobs=False, lock=False)
+    try:
+        return load_base(pipeline, corpus)
+    finally:
+        pipeline.close()
+
+
+def continued_copies(base: list[BaseDocument], held: int) -> Iterator[tuple[int, BaseDocument]]:
+    """The copies after the ``held`` documents a folder grown by :func:`grow` already has (copy 0 being the
+    real ingest: held = len(base) * k + j means copies 0..k-1 and the first j documents of copy k)."""
+    k, j = divmod(held, len(base))
+    return itertools.islice(copies(base, first=k), j, None)
+
+
+def measure_kept(folder: Path, args: argparse.Namespace, queries: list[str], base: list[BaseDocument]) -> SizeRow:
+    """Measure a folder this benchmark grew before (``--small``), in place, as it is (no growth)."""
+    pipeline = build_pipeline(search_settings(folder))
+    made = corpus_pages(pipeline, args.corpus) // sum(len(b.pages) for b in base) + 1
+    none = {"documents": 0.0, "write_s": 0.0, "reweight_s": 0.0, "optimize_s": 0.0}
+    row, pipeline = measure(pipeline, folder, args.corpus, queries, args, none, originals(base, made))
+    pipeline.close()
+    return row
 
 
 def report(rows: list[SizeRow], out: Path) -> dict[str, Estimate | float | int]:
@@ -266,7 +306,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sizes", default="5000,50000", help="corpus sizes in pages, comma-separated")
     ap.add_argument("--base", type=Path, default=Path("/work/data-h6/base"), help="data folder of the real ingest")
     ap.add_argument("--corpus", default="sec10q", help="the base's corpus")
-    ap.add_argument("--data-dir", type=Path, default=Path("/work/data-h6/scale"), help="the grown corpus (replaced)")
+    ap.add_argument("--data-dir", type=Path, default=Path("/work/data-h6/scale"),
+                    help="the grown corpus (replaced by a copy of the base unless --keep)")
+    ap.add_argument("--keep", action="store_true",
+                    help="grow --data-dir on from where an earlier run of this benchmark left it")
+    ap.add_argument("--small", type=Path, default=None,
+                    help="a smaller folder an earlier run grew from the same base: measured first, in place, "
+                         "as the smallest size (no growth)")
     ap.add_argument("--out", type=Path, default=Path("/work/data-h6/out"))
     ap.add_argument("--suite", default="eval/suites/sec-10q", help="whose questions are the queries")
     ap.add_argument("--queries", type=int, default=40)

@@ -53,7 +53,12 @@ def run_with_retries(task: Task, ctx: StageContext, config: JobsConfig, work: Wo
 
 
 def register_worker_tasks(app: Celery, ctx: StageContext, config: JobsConfig, fair: FairQueues) -> None:
-    @app.task(name=TURN, bind=True, max_retries=None)
+    """The worker stages' tasks on ``app``, closures over this role's context. Every task here is registered with
+    ``shared=False``: Celery's default registers a task on every app the process finalizes later, so a second app
+    (a test's second worker) ran the first app's closures, with the first app's context (Celery's
+    DuplicateTaskNameWarning: "calls under this name reach the callable registered first")."""
+
+    @app.task(name=TURN, bind=True, max_retries=None, shared=False)
     def turn(self: Task, queue: str) -> None:
         """The next corpus's next work of ``queue`` (the same work again on a redelivery or a retry)."""
         work = fair.take(queue, self.request.id)
@@ -71,7 +76,7 @@ def register_worker_tasks(app: Celery, ctx: StageContext, config: JobsConfig, fa
         release(app, fair, queue, self.request.id)
 
     def define(stage: Stage) -> None:  # messages of a version before turns
-        @app.task(name=task_name(stage), bind=True, max_retries=None)
+        @app.task(name=task_name(stage), bind=True, max_retries=None, shared=False)
         def stage_task(self: Task, job_id: str, file: int, batch: int, info: dict[str, Any]) -> None:
             send(app, fair, run_with_retries(self, ctx, config, Work.from_args(stage, job_id, file, batch, info)))
 
@@ -84,7 +89,7 @@ def register_writer_tasks(app: Celery, handle: Callable[[Work], list[Work]], fai
     """``handle`` is :meth:`JobWriter.handle`, which applies one state transition at a time itself."""
 
     def define(stage: Stage) -> None:
-        @app.task(name=task_name(stage), bind=True)
+        @app.task(name=task_name(stage), bind=True, shared=False)
         def writer_task(self: Task, job_id: str, file: int, batch: int, info: dict[str, Any]) -> None:
             send(app, fair, handle(Work.from_args(stage, job_id, file, batch, info)))
 

@@ -12,7 +12,8 @@ import functools
 import gc
 import logging
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -72,6 +73,10 @@ class DataDirLock:
             self._file = None
 
 
+WARM_UP_JOIN_S = 60.0
+"""How long closing waits for the start-up warm-up (a model that is loading) before it closes the stores."""
+
+
 @dataclass
 class Pipeline:
     """Everything one process needs, wired by :func:`build_pipeline` (see docs/architecture.md)."""
@@ -90,6 +95,8 @@ class Pipeline:
     answers: Answers  # retrieval + VLM (or extractive) answers, built on first enable()
     unavailable: dict[str, str]  # space (or "vlm") -> why it is off; shared with corpora and answers
     lock: DataDirLock | None = None
+    _warming: threading.Thread | None = field(default=None, repr=False)
+    _closing: threading.Event = field(default_factory=threading.Event, repr=False)
 
     # documents: every ingest is a job ---------------------------------------------------
     @functools.cached_property
@@ -118,6 +125,8 @@ class Pipeline:
         collected as usual (frozen objects are still freed when their last reference goes)."""
         self.corpora.warm_up()
         for row in self.corpora.listed():
+            if self._closing.is_set():  # closed meanwhile: the catalog is going
+                return
             try:
                 self.retriever.ranker_in_use(row.name)
             except MMRAGError as exc:  # the first search says so too: nothing more to do here
@@ -125,6 +134,12 @@ class Pipeline:
         if not gc.get_freeze_count():
             gc.collect()
             gc.freeze()
+
+    def start_warm_up(self) -> None:
+        """:meth:`warm_up` on a background thread (the server's start-up: the first search or upload does not
+        stall); :meth:`close` waits for it, so it never reads a closed catalog."""
+        self._warming = threading.Thread(target=self.warm_up, name="mmrag-warm-up", daemon=True)
+        self._warming.start()
 
     def space_names(self) -> list[str]:
         """The spaces this process is configured with (whether or not their models load)."""
@@ -187,7 +202,11 @@ class Pipeline:
         return build_stage_context(self.settings, self.spaces)
 
     def close(self) -> None:
-        """Stop the job runner (work in flight resumes at the next start) and the answers, then the stores."""
+        """Stop the warm-up and the job runner (work in flight resumes at the next start) and the answers, then
+        the stores."""
+        self._closing.set()
+        if self._warming is not None:
+            self._warming.join(WARM_UP_JOIN_S)  # a model still loading ends within it, or is left (a daemon)
         self.runner.stop()
         self.answers.close()
         self.store.close()

@@ -40,9 +40,26 @@ class Bm25Statistics:
     def __init__(self, db: SqliteDB) -> None:
         self._db = db
 
-    def set_length(self, corpus: str, doc_id: str, pages: int, length: int) -> None:
-        """A document's pages with BM25 tokens and their total length (idempotent; deleted with the document)."""
-        self._db.execute("INSERT OR REPLACE INTO bm25_lengths VALUES (?, ?, ?, ?)", corpus, doc_id, pages, length)
+    def set_length(self, corpus: str, doc_id: str, pages: int, length: int, *, count: bool = False) -> None:
+        """A document's pages with BM25 tokens and their total length (idempotent; deleted with the document).
+        ``count``: the first time a document's length is set, its pages are counted as changed too (pages added
+        or deleted since the corpus's average was set; no :meth:`indexed` row yet: nothing to count), in the same
+        transaction, so a document recorded again after a crash counts once."""
+        with self._db.transaction() as db:
+            if count and not db.execute("SELECT 1 FROM bm25_lengths WHERE corpus = ? AND document_id = ?",
+                                        (corpus, doc_id)).fetchone():
+                db.execute("UPDATE bm25_indexed SET changed = changed + ? WHERE corpus = ?", (pages, corpus))
+            db.execute("INSERT OR REPLACE INTO bm25_lengths VALUES (?, ?, ?, ?)", (corpus, doc_id, pages, length))
+
+    def drop_length(self, corpus: str, doc_id: str) -> None:
+        """A document being deleted: its pages counted as changed and its length removed, in one transaction (a
+        deletion finished again after a crash finds no length and counts nothing twice)."""
+        with self._db.transaction() as db:
+            row = db.execute("SELECT pages FROM bm25_lengths WHERE corpus = ? AND document_id = ?",
+                             (corpus, doc_id)).fetchone()
+            if row is not None:
+                db.execute("UPDATE bm25_indexed SET changed = changed + ? WHERE corpus = ?", (row[0], corpus))
+                db.execute("DELETE FROM bm25_lengths WHERE corpus = ? AND document_id = ?", (corpus, doc_id))
 
     def totals(self, corpus: str) -> Bm25Totals:
         """The pages and total length over the listed documents of ``corpus``."""
@@ -70,7 +87,3 @@ class Bm25Statistics:
         """What the corpus's vectors are indexed with from now on (no page changed since)."""
         self._db.execute("INSERT OR REPLACE INTO bm25_indexed (corpus, avg_len, stale, changed) VALUES (?, ?, ?, 0)",
                          corpus, avg_len, int(stale))
-
-    def add_changed(self, corpus: str, pages: int) -> None:
-        """Count ``pages`` added or deleted since the corpus's average was set (no row yet: nothing to count)."""
-        self._db.execute("UPDATE bm25_indexed SET changed = changed + ? WHERE corpus = ?", pages, corpus)

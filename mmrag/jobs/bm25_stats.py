@@ -110,14 +110,14 @@ def indexing_config(catalog: Catalog, corpus: str, config: CorpusConfig) -> Corp
 
 def record_document(catalog: Catalog, store: VectorStore, corpus: str, doc: Document,
                     embedded_with: CorpusConfig | None) -> None:
-    """Before a document's catalog row (its points are written): its lengths, counted as changed pages; its
+    """Before a document's catalog row (its points are written): its lengths, counted as changed pages once; its
     own ``bm25`` vectors rewritten if they used another average than the indexed one (``embedded_with``: the
     manifest's corpus config its batches were embedded with); while the corpus has no indexed average yet
     (its first documents: each batch's own), the corpus marked for a re-weight."""
     if not auto(catalog.corpora.config(corpus)):
         return
     pages, length = document_length(doc)
-    catalog.bm25.set_length(corpus, doc.id, pages, length)
+    catalog.bm25.set_length(corpus, doc.id, pages, length, count=True)  # recorded again after a crash: counted once
     indexed = catalog.bm25.indexed(corpus)
     if indexed.avg_len is None:
         if not indexed.stale:
@@ -126,15 +126,14 @@ def record_document(catalog: Catalog, store: VectorStore, corpus: str, doc: Docu
     used = embedded_with.bm25_avg_len if embedded_with is not None else None
     if used != indexed.avg_len:
         _rewrite(store, corpus, _document_texts(doc), indexed.avg_len)
-    catalog.bm25.add_changed(corpus, pages)
 
 
 def record_deletion(catalog: Catalog, corpus: str, doc_id: str) -> None:
-    """Before a document's catalog row is deleted: its pages counted as changed (a crash between the two
-    counts them twice, which only brings a re-weight nearer)."""
-    length = catalog.bm25.length(corpus, doc_id)
-    if length is not None and auto(catalog.corpora.config(corpus)):
-        catalog.bm25.add_changed(corpus, length.pages)
+    """Before a document's catalog row is deleted: its pages counted as changed and its length dropped at once
+    (a deletion a crash cut off and finished at the next start counts them once: a count that depended on
+    where a kill fell would move the next re-weight, and so the rankings, away from a run without it)."""
+    if auto(catalog.corpora.config(corpus)):
+        catalog.bm25.drop_length(corpus, doc_id)
 
 
 def reweight_due(indexed: Bm25Indexed, totals: Bm25Totals) -> bool:
@@ -166,6 +165,8 @@ def reweight(catalog: Catalog, store: VectorStore, corpus: str, avg_len: float |
     if avg_len is None:
         avg_len = config.bm25_avg_len or corpus_avg_len(catalog, corpus) or 1.0
     previous = catalog.bm25.indexed(corpus).avg_len
+    if auto(config):  # a rewrite cut off half-way is found stale and redone (at the next start or job end)
+        catalog.bm25.set_indexed(corpus, previous, stale=True)
     done = _rewrite(store, corpus, [(p.page_id, bm25_text(p.text, p.context)) for p in catalog.pages.texts(corpus)],
                     avg_len)
     if auto(config):

@@ -206,11 +206,13 @@ class JobWriter:
         if job.finished or any(f.state not in FINISHED_FILE for f in job.files):
             return
         all_failed = bool(job.files) and all(f.state == FileState.FAILED for f in job.files)
-        if not all_failed and self.catalog.corpora.exists(job.corpus):
-            reweighted = bm25_stats.maybe_reweight(self.catalog, self.store, job.corpus)  # its average moved
+        if self.catalog.corpora.exists(job.corpus):
+            # its average moved, or a re-weight a crash cut off (left to this job's end by recover) is due
+            reweighted = bm25_stats.maybe_reweight(self.catalog, self.store, job.corpus)
             if reweighted is not None:  # the job's timings reach the metrics (mmrag_stage_seconds)
                 self.jobs.add_timings(job_id, {"bm25_reweight": reweighted.seconds})
-            self.store.optimize(job.corpus)  # indexes and quantised prefetch vectors of the new points
+            if not all_failed:
+                self.store.optimize(job.corpus)  # indexes and quantised prefetch vectors of the new points
         self.jobs.finish(job_id, JobState.FAILED if all_failed else JobState.DONE)
         self._cleanup(job)
 
@@ -232,6 +234,8 @@ class JobWriter:
             if f.state not in FINISHED_FILE:
                 self._drop_points(job.corpus, f.document_id)
                 self.jobs.set_file_state(job_id, f.index, FileState.CANCELLED)
+        if self.catalog.corpora.exists(job.corpus):  # the files it finished may move the average
+            bm25_stats.maybe_reweight(self.catalog, self.store, job.corpus)
         self.jobs.finish(job_id, JobState.CANCELLED)
         self._cleanup(job)
         return self.jobs.status(job_id)
@@ -242,16 +246,22 @@ class JobWriter:
         """At the start of the owner: finish what a crash cut off outside jobs, and return the unfinished jobs
         (to resume with :meth:`pending_work`). Deletions begun are finished; a corpus whose BM25 vectors are
         stale or off its average (a re-weight cut off after a job or a deletion) is re-weighted: a no-op on
-        corpora that are in order."""
+        corpora that are in order. A corpus with an unfinished job is left to that job's end: re-weighted now,
+        it would fix its average from the documents recorded before the crash, and the rest of the job would
+        be indexed with that average where a run without the crash uses the whole job's (the kill harness
+        found such a ranking)."""
         for corpus, doc_id in self.jobs.deletions():
             if self.catalog.corpora.exists(corpus) and self.store.has_collection(corpus):
                 log.warning("finishing the deletion of document %s of corpus %s", doc_id, corpus)
                 self._finish_deletion(corpus, doc_id)
             else:
                 self.jobs.clear_deletion(corpus, doc_id)
+        unfinished = self.jobs.unfinished()
+        busy = {self.jobs.status(job_id).corpus for job_id in unfinished}
         for row in self.catalog.corpora.listed():
-            bm25_stats.maybe_reweight(self.catalog, self.store, row.name)
-        return self.jobs.unfinished()
+            if row.name not in busy:  # a corpus with a job cut off is re-weighted at that job's end, as it
+                bm25_stats.maybe_reweight(self.catalog, self.store, row.name)  # would have been: not half-way
+        return unfinished
 
     @serialised
     def pending_work(self, job_id: str, *, touch: bool = False) -> list[Work]:

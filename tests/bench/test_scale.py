@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -94,3 +95,40 @@ def test_a_copy_gets_another_company_and_other_years() -> None:
     assert copied["doc"]["periods"] == ["2019-Q3"] and copied["doc"]["date"] == "2019-09-30"
     assert name.startswith("2019 Q3 ") and "AAPL" not in name and copied["user"] == "kept"
     assert perturb(meta, "2023 Q3 AAPL.pdf", 4) != (copied, name)
+
+
+def test_continued_copies_go_on_after_the_documents_a_folder_holds() -> None:
+    from bench._scale_corpus import copies
+    from bench.scale import continued_copies
+
+    base = ["a", "b", "c"]
+    every = list(itertools.islice(copies(base, first=0), 20))  # type: ignore[arg-type]
+    for held in (3, 4, 5, 6, 11):
+        assert list(itertools.islice(continued_copies(base, held), 6)) == every[held:held + 6]  # type: ignore[arg-type]
+
+
+def test_a_kept_folder_grows_on_and_a_small_one_is_measured_first(measured, tmp_path) -> None:
+    """--keep goes on from the folder an earlier run left (no copy made twice), --small is measured first in
+    place: a large size's ratios come from one run without growing it again from the base."""
+    import shutil
+
+    args, rows, _ = measured
+    small, kept = tmp_path / "small", tmp_path / "kept"  # copies: the module's folder stays as the others see it
+    for folder in (small, kept):
+        shutil.copytree(args.data_dir, folder, ignore=shutil.ignore_patterns("owner.lock"))
+    more = scale.parser().parse_args(["--keep", "--small", str(small), "--sizes", str(rows[1].pages + 30),
+                                      "--base", str(args.base), "--corpus", "c", "--data-dir", str(kept),
+                                      "--out", str(tmp_path / "out"), "--queries", "2", "--recall-queries", "2",
+                                      "--rounds", "1", "--uploads", "1", "--recall-ef", "",
+                                      "--upload", str(args.upload)])
+    first, grown = scale.run(more)
+    assert first.pages == rows[1].pages and first.grown["documents"] == 0  # measured as it was
+    assert grown.pages >= rows[1].pages + 30 and grown.documents > rows[1].documents
+    pipeline = build_pipeline(scale.search_settings(kept), run_jobs=False)
+    try:
+        docs = pipeline.catalog.documents.listed("c", limit=100_000)
+        names = [d.filename for d in docs]
+        assert len(set(names)) == len(names) == grown.documents  # the copies went on: none made twice
+        assert pipeline.store.count("c") == grown.pages
+    finally:
+        pipeline.close()

@@ -46,3 +46,22 @@ def test_the_indexed_average_is_kept_per_corpus_until_the_corpus_goes(tmp_path: 
     catalog.corpora.create("a", CorpusConfig(spaces=["bm25"]))
     assert catalog.bm25.indexed("a") == Bm25Indexed(None, False)
     catalog.close()
+
+
+def test_a_document_recorded_or_deleted_again_after_a_crash_counts_its_pages_once(tmp_path: Path) -> None:
+    """A kill between a document's count and its catalog row (or a deletion's count and the row's removal)
+    made the redo count the pages twice: the next re-weight came at another moment than without the kill."""
+    catalog = Catalog(tmp_path)
+    catalog.corpora.create("c", CorpusConfig(spaces=["bm25"]))
+    stats = catalog.bm25
+    stats.set_indexed("c", 50.0, stale=False)
+    stats.set_length("c", "d1", 3, 120, count=True)
+    stats.set_length("c", "d1", 3, 120, count=True)  # the file redone after a kill before its catalog row
+    assert stats.indexed("c").changed == 3
+    stats.set_length("c", "d2", 2, 80)  # not counted (a backfill of an old document)
+    assert stats.indexed("c").changed == 3
+    catalog.documents.add("c", _doc("d1"))
+    stats.drop_length("c", "d1")
+    stats.drop_length("c", "d1")  # the deletion finished again at the next start
+    assert stats.indexed("c").changed == 6 and stats.length("c", "d1") is None
+    catalog.close()

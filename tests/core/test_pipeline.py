@@ -195,3 +195,25 @@ def test_the_pipelines_warm_up_loads_the_corpora_rankers_and_freezes_what_start_
     finally:
         if not frozen:
             gc.unfreeze()
+
+
+def test_closing_waits_for_the_start_up_warm_up(tmp_path, monkeypatch):
+    """A server stopped while its warm-up thread still loaded models closed the catalog under it: the thread
+    then died on ``Cannot operate on a closed database`` (seen in tests/api/test_load.py)."""
+    import threading
+    import time
+
+    from mmrag.corpora import Corpora
+
+    settings = make_settings(tmp_path / "data")
+    settings.embed.text_model = "fake:16"
+    p = build_pipeline(settings, run_jobs=False)
+    p.corpora.create_corpus("c")
+    errors: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    slow_load = Corpora.warm_up
+    monkeypatch.setattr(Corpora, "warm_up", lambda self: (time.sleep(0.5), slow_load(self)))  # a model loading
+    p.start_warm_up()
+    p.close()  # at once, while the warm-up sleeps
+    assert p._warming is not None and not p._warming.is_alive()
+    assert errors == []

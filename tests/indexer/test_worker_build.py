@@ -25,3 +25,25 @@ def test_each_role_builds_the_embedders_at_most_once(tmp_path, monkeypatch, role
     app = build_worker(settings, role)
     assert len(calls) == builds
     assert {"mmrag.plan", "mmrag.parse", "mmrag.embed"} <= set(app.tasks)
+
+
+def test_a_second_worker_in_one_process_runs_its_own_tasks(tmp_path):
+    """Celery registers a task on every app the process finalizes later unless ``shared=False``: a second
+    worker app got the first one's closures (its context, its writer) under the same names."""
+    import warnings
+
+    from celery.exceptions import DuplicateTaskNameWarning
+
+    apps = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DuplicateTaskNameWarning)
+        for name in ("one", "two"):
+            settings = make_settings(tmp_path / name)
+            settings.embed.text_model = "fake:384"
+            settings.jobs.broker_url = "redis://127.0.0.1:9/0"
+            app = build_worker(settings, "cpu")
+            apps.append({n: t for n, t in app.tasks.items() if n.startswith("mmrag.")})  # finalizes the app
+    first, second = apps
+    assert set(first) == set(second) and "mmrag.parse" in first
+    for n in first:
+        assert second[n]._decorated_fun is not first[n]._decorated_fun, n  # type: ignore[attr-defined]

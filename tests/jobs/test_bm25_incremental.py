@@ -105,7 +105,7 @@ def test_a_catalog_written_before_the_changed_count_opens_and_counts(tmp_path):
     catalog = Catalog(tmp_path)
     try:
         assert catalog.bm25.indexed("c") == Bm25Indexed(250.0, False, 0)
-        catalog.bm25.add_changed("c", 7)
+        catalog.bm25.set_length("c", "d", 7, 100, count=True)
         assert catalog.bm25.indexed("c") == Bm25Indexed(250.0, False, 7)
         catalog.bm25.set_indexed("c", 260.0, stale=False)
         assert catalog.bm25.indexed("c") == Bm25Indexed(260.0, False, 0)
