@@ -32,7 +32,6 @@ with ``RESULT p50_ratio p99_ratio recall10 upload_ratio start_s rss_gb loaded`` 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -46,6 +45,7 @@ from bench._scale_corpus import (
     BaseDocument,
     copies,
     copy_data_folder,
+    copy_id,
     corpus_pages,
     drop_unlisted,
     grow,
@@ -239,12 +239,12 @@ def run(args: argparse.Namespace) -> list[SizeRow]:
     pipeline = build_pipeline(search_settings(args.data_dir))
     try:
         dropped = drop_unlisted(pipeline, args.corpus)
-        held = len(pipeline.catalog.documents.listed(args.corpus, limit=10_000_000))
-        print(f"base: {len(base)} documents, {base_pages:,} pages from {args.base}; {args.data_dir} holds {held:,} "
-              f"documents ({dropped} unfinished documents left out); {len(queries)} queries; {machine_line()}",
-              flush=True)
+        held = {d.id for d in pipeline.catalog.documents.listed(args.corpus, limit=10_000_000)}
+        print(f"base: {len(base)} documents, {base_pages:,} pages from {args.base}; {args.data_dir} holds "
+              f"{len(held):,} documents ({dropped} unfinished documents left out); {len(queries)} queries; "
+              f"{machine_line()}", flush=True)
         todo = continued_copies(base, held)
-        rng = np.random.default_rng((args.seed, held) if args.keep else args.seed)  # a kept folder: other noise
+        rng = np.random.default_rng((args.seed, len(held)) if args.keep else args.seed)  # a kept folder: new noise
         for size in sizes:
             grown = grow(pipeline, args.corpus, todo, size, rng)
             made = corpus_pages(pipeline, args.corpus) // base_pages + 1  # copies begun
@@ -266,11 +266,10 @@ def read_base(folder: Path, corpus: str) -> list[BaseDocument]:
         pipeline.close()
 
 
-def continued_copies(base: list[BaseDocument], held: int) -> Iterator[tuple[int, BaseDocument]]:
-    """The copies after the ``held`` documents a folder grown by :func:`grow` already has (copy 0 being the
-    real ingest: held = len(base) * k + j means copies 0..k-1 and the first j documents of copy k)."""
-    k, j = divmod(held, len(base))
-    return itertools.islice(copies(base, first=k), j, None)
+def continued_copies(base: list[BaseDocument], held: set[str]) -> Iterator[tuple[int, BaseDocument]]:
+    """The copies a folder does not hold yet (``held``: its document ids), in :func:`copies`' order: a folder
+    grown before goes on with distinct documents whatever order its copies were made in."""
+    return ((k, b) for k, b in copies(base) if copy_id(b.info.id, k) not in held)
 
 
 def measure_kept(folder: Path, args: argparse.Namespace, queries: list[str], base: list[BaseDocument]) -> SizeRow:

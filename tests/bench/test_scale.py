@@ -14,6 +14,7 @@ from bench._scale_corpus import load_base, originals, perturb
 from bench._scale_measure import ARMS
 from mmrag.config import CorpusConfig
 from mmrag.pipeline import build_pipeline
+from mmrag.types import DocumentInfo
 from tests.conftest import make_settings
 
 
@@ -97,14 +98,16 @@ def test_a_copy_gets_another_company_and_other_years() -> None:
     assert perturb(meta, "2023 Q3 AAPL.pdf", 4) != (copied, name)
 
 
-def test_continued_copies_go_on_after_the_documents_a_folder_holds() -> None:
-    from bench._scale_corpus import copies
+def test_continued_copies_are_those_a_folder_does_not_hold() -> None:
+    from bench._scale_corpus import BaseDocument, copy_id
     from bench.scale import continued_copies
 
-    base = ["a", "b", "c"]
-    every = list(itertools.islice(copies(base, first=0), 20))  # type: ignore[arg-type]
-    for held in (3, 4, 5, 6, 11):
-        assert list(itertools.islice(continued_copies(base, held), 6)) == every[held:held + 6]  # type: ignore[arg-type]
+    base = [BaseDocument(DocumentInfo(id=x, corpus="c", filename=f"{x}.pdf", media_type="application/pdf",
+                                      size_bytes=1, page_count=0, metadata={}, created_at=0.0), [], {}, (None, None))
+            for x in "abc"]
+    held = {"a", "b", "c", copy_id("a", 1), copy_id("c", 1), copy_id("b", 3)}  # grown out of order before
+    got = [(k, b.info.id) for k, b in itertools.islice(continued_copies(base, held), 7)]
+    assert got == [(1, "b"), (2, "a"), (2, "b"), (2, "c"), (3, "a"), (3, "c"), (4, "a")]
 
 
 def test_a_kept_folder_grows_on_and_a_small_one_is_measured_first(measured, tmp_path) -> None:
