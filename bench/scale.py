@@ -23,7 +23,8 @@ A large size takes hours to grow on a small machine: ``--keep`` grows ``--data-d
 run left it (its copies continue after the documents it holds), and ``--small DIR`` measures a smaller folder
 grown earlier from the same base first, in place, so that the RESULT's ratios still come from one run:
 
-    python -m bench.scale --keep --data-dir DIR_100K --sizes 250000 --small DIR_5K
+    python -m bench.scale --keep --grow-only --data-dir DIR --sizes 250000    # hours, on any load
+    python -m bench.scale --keep --data-dir DIR --sizes 250000 --small DIR_5K  # measures both, quietly
 
 Prints a table per size, writes it as JSON (and a PNG if matplotlib is installed) to ``--out``, and ends
 with ``RESULT p50_ratio p99_ratio recall10 upload_ratio start_s rss_gb loaded`` (largest size / smallest).
@@ -247,6 +248,9 @@ def run(args: argparse.Namespace) -> list[SizeRow]:
         rng = np.random.default_rng((args.seed, len(held)) if args.keep else args.seed)  # a kept folder: new noise
         for size in sizes:
             grown = grow(pipeline, args.corpus, todo, size, rng)
+            print(f"grown to {corpus_pages(pipeline, args.corpus):,} pages: {grown}", flush=True)
+            if args.grow_only:
+                continue
             made = corpus_pages(pipeline, args.corpus) // base_pages + 1  # copies begun
             row, pipeline = measure(pipeline, args.data_dir, args.corpus, queries, args, grown, originals(base, made))
             rows.append(row)
@@ -309,6 +313,8 @@ def parser() -> argparse.ArgumentParser:
                     help="the grown corpus (replaced by a copy of the base unless --keep)")
     ap.add_argument("--keep", action="store_true",
                     help="grow --data-dir on from where an earlier run of this benchmark left it")
+    ap.add_argument("--grow-only", action="store_true",
+                    help="grow --data-dir through the sizes and measure nothing (a later --keep run measures)")
     ap.add_argument("--small", type=Path, default=None,
                     help="a smaller folder an earlier run grew from the same base: measured first, in place, "
                          "as the smallest size (no growth)")
@@ -327,7 +333,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
-    report(run(args), args.out)
+    rows = run(args)
+    if not args.grow_only:
+        report(rows, args.out)
 
 
 if __name__ == "__main__":
