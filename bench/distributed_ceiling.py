@@ -22,7 +22,11 @@ workers overlap). ``owner_cpu_pps`` = pages / the CPU seconds the ``mmrag serve`
 bound on the writer that counts everything it does (finishing files, the document rows, ``optimize``) and the
 API's own work beside it (the upload, the job polls).
 
-    python -m bench.distributed_ceiling [--workers 1,2,4] [--rounds 2] [--files GLOB]
+    python -m bench.distributed_ceiling [--workers 1,2,4] [--rounds 2] [--files GLOB] [--engine edge|local]
+
+``--engine local`` runs the owner's store through qdrant-client (the code path of a Qdrant server deployment)
+in its local mode: no Qdrant server can be installed on this box, so that arm shows what the client path costs
+the writer, not what a server would sustain.
 
 ends with ``RESULT pps_w1=.. pps_w1_lo=.. pps_w1_hi=.. pps_w2=.. .. writer_pps=.. owner_cpu_pps=.. writer_busy_w<max>=..
 pages=..`` and the load.
@@ -132,6 +136,9 @@ def main() -> None:
     ap.add_argument("--files", default=str(SEC_10Q / "2022 Q3 *.pdf"), help="glob of the PDFs each run ingests")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one job may take")
     ap.add_argument("--quick", action="store_true", help="short mode: 1 and 2 workers, 2 rounds")
+    ap.add_argument("--engine", choices=["edge", "local"], default="edge",
+                    help="the owner's store: the embedded engine (default) or qdrant-client, the client the server "
+                         "deployments use, here in its local mode (no Qdrant server can run on this box)")
     args = ap.parse_args()
     if args.quick:
         args.workers, args.rounds = "1,2", 2
@@ -141,8 +148,8 @@ def main() -> None:
         raise SystemExit(f"no PDFs match {args.files}")
 
     print(machine_line(), flush=True)
-    print(f"{len(files)} PDFs ({args.files}); cpu workers per arm: {counts}; {os.cpu_count()} cores on this box",
-          flush=True)
+    print(f"{len(files)} PDFs ({args.files}); cpu workers per arm: {counts}; store engine {args.engine}; "
+          f"{os.cpu_count()} cores on this box", flush=True)
     procs: list[subprocess.Popen[bytes]] = []
     runs: dict[str, list[Run]] = {f"w{n}": [] for n in counts}
     with tempfile.TemporaryDirectory(prefix="mmrag-bench-ceiling-") as tmp:
@@ -150,7 +157,7 @@ def main() -> None:
         port = free_port()
         procs.append(start_redis(port, folder / "redis.log"))
         env = {**FREE_EMBEDDING, "MMRAG_DATA_DIR": str(folder / "data"),
-               "MMRAG_JOBS__BROKER_URL": f"redis://127.0.0.1:{port}/0"}
+               "MMRAG_JOBS__BROKER_URL": f"redis://127.0.0.1:{port}/0", "MMRAG_STORE__ENGINE": args.engine}
         api = free_port()
         url = f"http://127.0.0.1:{api}"
         try:
