@@ -11,9 +11,11 @@ per corpus plus the spare), corpora ``bomb`` and ``small``. Arms, ABBA-alternate
 
 The up-front drawing check is off here (``max_page_draws``/``max_page_content_bytes`` huge) so the bomb
 holds its parse thread for its whole clock (``--budget`` seconds; the default setting is 60), the worst
-case the clocks allow. Per round: ``beside / alone``.
+case the clocks allow. Per round: ``beside / alone``. Each arm ends with ``--settle`` seconds of quiet, as in
+``bench.fairness_celery``: without it an ``alone`` right after a ``beside`` waited for the cancelled bomb's
+parse worker to be replaced (0.8-1.1 s against 0.06-0.11 s, quiet box), which made the interval wide.
 
-    python -m bench.fairness [--rounds 5] [--budget 30] [--gap 0.5]
+    python -m bench.fairness [--rounds 5] [--budget 30] [--gap 0.5] [--settle 5]
 
 ends with ``RESULT fairness_ratio=.. fairness_ratio_lo=.. fairness_ratio_hi=.. alone_s=.. beside_s=..``
 (target: ``fairness_ratio_hi <= 2``) and the load.
@@ -42,6 +44,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--budget", type=float, default=30.0, help="parse_timeout_s and page_timeout_s of the run")
     ap.add_argument("--gap", type=float, default=0.5, help="seconds between the bomb's upload and the small one")
+    ap.add_argument("--settle", type=float, default=5.0,
+                    help="seconds of quiet after each arm (a cancelled bomb's parse worker is replaced meanwhile)")
     args = ap.parse_args()
 
     from mmrag.config import Settings
@@ -83,11 +87,13 @@ def main() -> None:
                 pipeline.runner.cancel(bomb_job)
                 wait_job(pipeline.jobs, bomb_job)
                 print(f"  beside: {seconds:.2f}s (bomb still parsing: {still}) load {_load():.1f}", flush=True)
+                time.sleep(args.settle)
                 return seconds
 
             def alone(_: int) -> float:
                 seconds = small_upload()
                 print(f"  alone: {seconds:.2f}s load {_load():.1f}", flush=True)
+                time.sleep(args.settle)
                 return seconds
 
             small_upload()  # the parse worker and the corpus warm
