@@ -25,7 +25,7 @@ def vector_params(params: models.VectorParams) -> qe.EdgeVectorParams:
     datatype = None if params.datatype is None else _DATATYPES[params.datatype]
     return qe.EdgeVectorParams(size=params.size, distance=qe.Distance.Cosine, multivector_config=multi,
                                hnsw_config=hnsw, quantization_config=_quantization(params.quantization_config),
-                               datatype=datatype)
+                               datatype=datatype, memory=qe.Memory.Cold if params.on_disk else None)
 
 
 def _quantization(quant: Any) -> Any:

@@ -31,7 +31,11 @@ DATATYPES: dict[str, models.Datatype | None] = {"float32": None, "float16": mode
 
 
 def vector_params(space: SpaceSpec) -> models.VectorParams:
-    """A dense or multi-vector space's collection parameters."""
+    """A dense or multi-vector space's collection parameters. The original vectors are ``on_disk``: mapped and
+    read as searches touch them (the page cache keeps what is used), not loaded whole when a segment opens;
+    quantised copies, where a space has them, stay in RAM (``always_ram``). Loaded whole, an appendable segment
+    brought its preallocated 32 MB chunk files into memory, empty or not: the soak's server grew by 112 MB per
+    corpus at its first vacuum (docs/benchmarks.md, "Soak")."""
     multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM) \
         if space.kind == "multivector" else None
     hnsw = None if space.index else models.HnswConfigDiff(m=0)
@@ -43,7 +47,7 @@ def vector_params(space: SpaceSpec) -> models.VectorParams:
                                                                                   always_ram=True))
     datatype = DATATYPES[space.datatype]
     return models.VectorParams(size=space.dim, distance=models.Distance.COSINE, multivector_config=multi,
-                               hnsw_config=hnsw, quantization_config=quant, datatype=datatype)
+                               hnsw_config=hnsw, quantization_config=quant, datatype=datatype, on_disk=True)
 
 
 def sparse_params(space: SpaceSpec) -> models.SparseVectorParams:
