@@ -1,8 +1,9 @@
 """The embedded engine: qdrant-edge-py (Qdrant's Rust engine in-process), one shard per corpus.
 
 Lifecycle: one process owns ``root`` (engines are single-process); shards open lazily and
-stay open; ``close`` flushes them. ``<root>/<name>.deleted`` marks a shard that has had a deletion: its
-BM25 IDF is then counted over the live points (:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`).
+stay open; ``close`` flushes them. ``<root>/<name>.deleted`` marks a shard that has had a deletion or a
+rewrite of a point (a BM25 re-weight, a batch written again after a crash): its BM25 IDF is then counted over
+the live points (:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`).
 A lock per shard serialises writes. Plans are translated by the one translator (``store/qdrant_request.py``,
 plan → Qdrant's request models), then mapped onto the engine's types (``store/edge_request.py``).
 """
@@ -114,8 +115,19 @@ class EdgeStore(VectorStore):
                        for p in points]
         with self._lock:
             shard = self._shard(name)
+            if not self.live_idf(name) and shard.retrieve([p.id for p in points], with_payload=False,
+                                                          with_vector=False):
+                self._mark_rewritten(name)  # a point written again (a batch redone after a crash)
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
             shard.flush()
+
+    def _mark_rewritten(self, name: str) -> None:
+        """Count BM25's IDF over the live points from now on: the engine keeps a deleted or rewritten point's
+        old version in its posting lists until the segment is rebuilt, and its own count includes it (a search
+        ranked otherwise before and after a restart). Marked before the write: a crash between leaves the
+        mark, never a stale count."""
+        self._marker(name).touch()
+        self._deleted[name] = True
 
     def delete(self, name: str, flt: FilterSpec) -> None:
         f = _filter(flt)
@@ -123,9 +135,8 @@ class EdgeStore(VectorStore):
             raise ValueError("refusing to delete with an empty filter")
         with self._lock:
             shard = self._shard(name)
-            if not self.live_idf(name):  # before the points go: a crash between leaves the marker, not stale IDF
-                self._marker(name).touch()
-                self._deleted[name] = True
+            if not self.live_idf(name):
+                self._mark_rewritten(name)
             shard.update(qe.UpdateOperation.delete_points_by_filter(f))
             shard.flush()
 
@@ -136,6 +147,8 @@ class EdgeStore(VectorStore):
                   for pid, named in vectors.items()]
         with self._lock:
             shard = self._shard(name)
+            if not self.live_idf(name):
+                self._mark_rewritten(name)  # a BM25 re-weight: every rewritten point leaves an old version
             shard.update(qe.UpdateOperation.update_vectors(points))
             shard.flush()
 

@@ -108,8 +108,9 @@ IDF_OVER_LIVE_POINTS = models.IdfCorpusParams(corpus=models.Filter(must=[]))
 a deleted point until its segment is rebuilt (a reload, a vacuum): scores moved after a deletion, and
 again after a restart (qdrant/qdrant#6735). With the match-all corpus filter both engines count the live
 points, the same before and after a restart (tests/store/test_sparse_idf.py). It costs a query a filter
-check per posting of its terms (``python -m bench.bm25_idf_cost``), so a store sends it only for collections
-that have had a deletion (``live_idf``); without one both counts are the same."""
+check per posting of its terms (``python -m bench.bm25_idf_cost``), so the embedded store sends it only for
+collections that have had a deletion or a rewritten point (``live_idf``: a rewrite leaves an old version in the
+posting lists too); without either both counts are the same."""
 
 
 def search_params(node: QueryNode, index: IndexSearch, points: int, live_idf: bool = True) -> models.SearchParams:

@@ -90,3 +90,22 @@ def test_edge_counts_the_live_points_only_once_a_shard_has_had_a_deletion(tmp_pa
     store.create_collection("c", SPEC)
     assert not store.live_idf("c")
     store.close()
+
+
+@pytest.mark.parametrize("rewrite", ["update_vectors", "upsert"])
+def test_edge_idf_after_vectors_are_rewritten_is_the_live_points(tmp_path, rewrite):
+    """A BM25 re-weight rewrites vectors (``update_vectors``) and a batch redone after a crash upserts its points
+    again: the engine keeps the old versions in its posting lists until a segment is rebuilt, so its own IDF
+    counted them, and a search ranked otherwise before and after a restart (the kill harness's Celery case,
+    a write killed in a corpus's first job). A rewrite marks the shard as a deletion does."""
+    store = EdgeStore(tmp_path / "edge")
+    store.create_collection("c", SPEC)
+    points = _points()
+    store.upsert("c", points)
+    if rewrite == "update_vectors":
+        store.update_vectors("c", {p.id: {"bm25": p.vectors["bm25"]} for p in points[:10]})
+    else:
+        store.upsert("c", points[:10])
+    assert store.live_idf("c")
+    assert _scores(store) == pytest.approx(_expected(points), rel=1e-4)
+    store.close()
