@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> list[SizeRow]:
     queries = [q.text for q in load_suite(args.suite).queries][: args.queries]
     base = read_base(args.base, args.corpus)
     args.base_documents, base_pages = len(base), sum(len(b.pages) for b in base)
-    rows = [measure_kept(args.small, args, queries, base)] if args.small is not None else []
+    rows = [measure_kept(args.small, args, queries, base, base_pages)] if args.small is not None else []
     if not args.keep:
         copy_data_folder(args.base, args.data_dir)
     pipeline = build_pipeline(search_settings(args.data_dir))
@@ -276,10 +276,11 @@ def continued_copies(base: list[BaseDocument], held: set[str]) -> Iterator[tuple
     return ((k, b) for k, b in copies(base) if copy_id(b.info.id, k) not in held)
 
 
-def measure_kept(folder: Path, args: argparse.Namespace, queries: list[str], base: list[BaseDocument]) -> SizeRow:
+def measure_kept(folder: Path, args: argparse.Namespace, queries: list[str], base: list[BaseDocument],
+                 base_pages: int) -> SizeRow:
     """Measure a folder this benchmark grew before (``--small``), in place, as it is (no growth)."""
     pipeline = build_pipeline(search_settings(folder))
-    made = corpus_pages(pipeline, args.corpus) // sum(len(b.pages) for b in base) + 1
+    made = corpus_pages(pipeline, args.corpus) // base_pages + 1  # copies begun, as in run()
     none = {"documents": 0.0, "write_s": 0.0, "reweight_s": 0.0, "optimize_s": 0.0}
     row, pipeline = measure(pipeline, folder, args.corpus, queries, args, none, originals(base, made))
     pipeline.close()
