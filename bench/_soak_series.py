@@ -56,6 +56,9 @@ class Sample:
     children_rss_mb: dict[str, float]  # "pid:name" -> MB
     fds: int  # open file descriptors of the server process
     tree_pss_mb: float = 0.0  # PSS of the server and its children together (shared pages counted once)
+    server_anon_mb: float = 0.0  # the server's RSS in anonymous memory (heaps: Python's, malloc's, the engine's)
+    server_file_mb: float = 0.0  # ... in mapped files (the store's segment files, shared libraries)
+    server_threads: int = 0
 
     @property
     def total_rss_mb(self) -> float:
@@ -98,8 +101,28 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _kb_mb(status: dict[str, str], key: str) -> float:
+    return int(status.get(key, "0 kB").split()[0]) / 1024  # a zombie has no VmRSS: 0
+
+
 def _rss_mb(pid: int) -> float:
-    return int(_status(pid).get("VmRSS", "0 kB").split()[0]) / 1024  # a zombie has no VmRSS: 0
+    return _kb_mb(_status(pid), "VmRSS")
+
+
+def mapped_rss_kb(pid: int) -> dict[str, int]:
+    """The process's resident memory by mapping (from /proc/PID/smaps): a file's path, ``[heap]``,
+    ``[anon <size> MB]`` for anonymous mappings grouped by their size (malloc arenas are 64 MB), summed; to see
+    which kind of memory grew between two moments of a soak."""
+    out: dict[str, int] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split(maxsplit=5)
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            start, end = (int(x, 16) for x in head[0].split("-"))
+            name = head[5] if len(head) > 5 else f"[anon {round((end - start) / 2**20)} MB]"
+        elif line.startswith("Rss:"):
+            out[name] = out.get(name, 0) + int(line.split()[1])
+    return out
 
 
 def _pss_mb(pid: int) -> float:
@@ -118,7 +141,10 @@ def sample(pid: int, t: float) -> Sample:
             pss += _pss_mb(child)
         except OSError:
             continue  # it ended while we looked
-    return Sample(t, _rss_mb(pid), children, len(os.listdir(f"/proc/{pid}/fd")), pss)
+    status = _status(pid)
+    return Sample(t, _kb_mb(status, "VmRSS"), children, len(os.listdir(f"/proc/{pid}/fd")), pss,
+                  _kb_mb(status, "RssAnon"), _kb_mb(status, "RssFile") + _kb_mb(status, "RssShmem"),
+                  int(status.get("Threads", "0")))
 
 
 # ---- the figures ---------------------------------------------------------------------------------------------
@@ -211,6 +237,8 @@ def window_rows(series: Series) -> list[dict[str, float | int | None]]:
         rows.append({"t_s": round(s.t, 1), "server_rss_mb": round(s.server_rss_mb, 1),
                      "children_rss_mb": round(sum(s.children_rss_mb.values()), 1),
                      "total_rss_mb": round(s.total_rss_mb, 1), "tree_pss_mb": round(s.tree_pss_mb, 1),
+                     "server_anon_mb": round(s.server_anon_mb, 1), "server_file_mb": round(s.server_file_mb, 1),
+                     "server_threads": s.server_threads,
                      "children": len(s.children_rss_mb), "fds": s.fds,
                      "search_n": len(search),
                      "search_p50_ms": round(float(np.percentile(search, 50)), 1) if search else None,

@@ -21,7 +21,8 @@ at a time). The run stops after ``--minutes`` or ``--max-requests``, whichever f
 Every ``--every`` seconds the RSS of the server and of each process below it and the server's open file
 descriptors are sampled (:mod:`bench._soak_series`, which also defines the figures). Written to ``--out``:
 ``soak.csv`` (a row per sample: RSS, fds, search p50/p99 and the status counts since the previous one),
-``soak.json``, ``soak.png`` (RSS and p99 over time) and ``server.log``. Ends with
+``soak.json``, ``soak.png`` (RSS and p99 over time), ``maps.json`` (the server's RSS by mapping every five
+minutes: which files, heaps or arenas grew) and ``server.log``. Ends with
 ``RESULT minutes=… errors_5xx=… rss_growth=… rss_growth_lo=… rss_growth_hi=… p99_ratio=… p99_ratio_hi=…``.
 Targets (issue 42): 0 5xx, ``rss_growth_hi`` ≤ 0.05, ``p99_ratio_hi`` ≤ 1.2, on a machine not loaded.
 """
@@ -29,6 +30,7 @@ Targets (issue 42): 0 5xx, ``rss_growth_hi`` ≤ 0.05, ``p99_ratio_hi`` ≤ 1.2,
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -43,7 +45,7 @@ import httpx
 
 from bench._http import ROOT, free_port, start_server, stop_server
 from bench._load_docs import QUERIES
-from bench._soak_series import Request, Series, sample, status_counts, summarise, write
+from bench._soak_series import Request, Series, mapped_rss_kb, sample, status_counts, summarise, windows, write
 from bench._stats import machine_line, result_line, verdict
 from mmrag.keys import KeyStore
 
@@ -81,6 +83,7 @@ class Traffic:
     max_requests: int
     files: dict[str, bytes]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    maps: dict[float, dict[str, int]] = field(default_factory=dict)  # t -> the server's RSS (kB) by mapping
 
     def send(self, http: httpx.Client, route: str, method: str, path: str, **kwargs: object) -> httpx.Response | None:
         """One request, recorded (status 0 when no answer came); None after a transport error."""
@@ -175,11 +178,28 @@ def evaluator(traffic: Traffic, admin: str, every_s: float) -> None:
                     break
 
 
+MAPS_EVERY_S = 300.0
+
+
 def sampler(traffic: Traffic, pid: int, every_s: float) -> None:
+    """A sample every ``every_s``; the server's memory by mapping every five minutes (``maps.json``)."""
+    next_maps = 0.0
     while True:
-        traffic.series.samples.append(sample(pid, time.monotonic() - traffic.start))
+        t = time.monotonic() - traffic.start
+        traffic.series.samples.append(sample(pid, t))
+        if t >= next_maps:
+            traffic.maps[round(t, 1)] = mapped_rss_kb(pid)
+            next_maps += MAPS_EVERY_S
         if traffic.stop.wait(every_s):
             return
+
+
+def grew_most(maps: dict[float, dict[str, int]], since: float, n: int = 8) -> list[tuple[str, int]]:
+    """The ``n`` mappings whose RSS (kB) grew most from the snapshot nearest ``since`` to the last one."""
+    first = maps[min(maps, key=lambda t: abs(t - since))]
+    last = maps[max(maps)]
+    growth = {k: last.get(k, 0) - first.get(k, 0) for k in first.keys() | last.keys()}
+    return sorted(growth.items(), key=lambda kv: -kv[1])[:n]
 
 
 def _keys(data: Path, corpora: list[str]) -> tuple[str, list[Tenant]]:
@@ -244,6 +264,11 @@ def run(minutes: float, *, seed: int = 0, data_dir: Path | None = None, out: Pat
         for thread in threads:
             thread.join(timeout=330)
         traffic.series.samples.append(sample(proc.pid, duration))  # the end of the last window
+        traffic.maps[round(duration, 1)] = mapped_rss_kb(proc.pid)
+        (out / "maps.json").write_text(json.dumps({str(t): m for t, m in traffic.maps.items()}))
+        since = windows(duration).first[1]
+        log("server RSS grown most since the first window: "
+            + ", ".join(f"{name} {kb / 1024:+.1f} MB" for name, kb in grew_most(traffic.maps, since)))
     finally:
         stop_server(proc)
         if tmp is not None:
