@@ -49,3 +49,4 @@ class StoredFacts:
     document_id: str
     filename: str
     facts: DocumentFacts
+    pages: int = 0  # its page count (0: not read)

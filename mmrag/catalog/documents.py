@@ -65,10 +65,10 @@ class DocumentTable:
 
     def facts(self, corpus: str) -> list[StoredFacts]:
         """The facts of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""
-        rows = self._db.rows("SELECT id, filename, json_extract(metadata, '$.doc') FROM documents WHERE corpus = ?",
-                             corpus)
-        return [StoredFacts(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None))
-                for id_, name, facts in rows]
+        rows = self._db.rows("SELECT id, filename, json_extract(metadata, '$.doc'), page_count FROM documents "
+                             "WHERE corpus = ?", corpus)
+        return [StoredFacts(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None), pages)
+                for id_, name, facts, pages in rows]
 
     def page_counts(self, corpus: str, doc_ids: list[str]) -> dict[str, int]:
         """document id -> its number of pages, for those of ``doc_ids`` in ``corpus``."""

@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS documents (
     corpus TEXT NOT NULL, id TEXT NOT NULL, filename TEXT NOT NULL, media_type TEXT NOT NULL,
     size_bytes INTEGER NOT NULL, page_count INTEGER NOT NULL, metadata TEXT NOT NULL,
     created_at REAL NOT NULL, PRIMARY KEY (corpus, id));
+CREATE INDEX IF NOT EXISTS documents_by_time ON documents (corpus, created_at);
 CREATE TABLE IF NOT EXISTS pages (
     corpus TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL, number INTEGER NOT NULL,
     width INTEGER NOT NULL, height INTEGER NOT NULL, image_hash TEXT NOT NULL, text_source TEXT NOT NULL,

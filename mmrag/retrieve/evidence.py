@@ -25,17 +25,21 @@ def order_hits(hits: list[Hit], top_k: int) -> list[Hit]:
 def query_past_ties(store: VectorStore, corpus: str, node: QueryNode, keep: int, **options: Any) -> list[Hit]:
     """The store's results of ``node`` with every page tied with the ``keep``-th, so that which tied pages a cut
     keeps is decided by page id (:func:`order_hits`), never by the engine's internal order: asks for ``keep +
-    TIE_MARGIN``, and for twice as many while the last result returned still ties the ``keep``-th (up to
-    ``MAX_TIE_FETCH``). Sets ``node.limit``."""
-    limit = keep + TIE_MARGIN
-    while True:
-        node.limit = limit
-        hits = store.query(corpus, node, **options)  # in score order, ties by id
-        if len(hits) < limit or len(hits) <= keep or limit >= MAX_TIE_FETCH:
-            return hits
-        if round(hits[-1].score, 6) < round(hits[keep - 1].score, 6):
-            return hits
-        limit = min(2 * limit, MAX_TIE_FETCH)
+    TIE_MARGIN``; where the last result returned still ties the ``keep``-th, asks once more for every result
+    scoring at least the tied score (to 6 decimals; up to ``MAX_TIE_FETCH``), so a tie of thousands (documents
+    whose document vectors match a query alike) costs two queries, not one per doubling. Sets ``node.limit``."""
+    node.limit = keep + TIE_MARGIN
+    hits = store.query(corpus, node, **options)  # in score order, ties by id
+    if len(hits) < node.limit or len(hits) <= keep or node.limit >= MAX_TIE_FETCH:
+        return hits
+    tied = round(hits[keep - 1].score, 6)
+    if round(hits[-1].score, 6) < tied:
+        return hits
+    node.limit, node.score_threshold = MAX_TIE_FETCH, tied - 5e-7  # what rounds to the tied score, and above
+    try:
+        return store.query(corpus, node, **options)
+    finally:
+        node.score_threshold = None
 
 
 def merge_duplicates(evidence: list[Evidence]) -> list[Evidence]:

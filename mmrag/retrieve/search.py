@@ -174,7 +174,7 @@ class Retriever:
             fit = documents.match(query.text).fit
             if self.config.ranking.document_weight > 0:
                 chosen = choose_documents(self.store, self.catalog, corpus, space, query,
-                                          self.config.ranking.document_candidates, request_filter(request))
+                                          self.config.ranking.document_candidates, request_filter(request), documents)
         options = self.options(request, fit, self.sub_queries(documents, query.text), chosen)
         node = build_plan(spaces, names, query, options, request_filter(request))
         return spaces, names, query, fit, node

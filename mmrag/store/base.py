@@ -125,6 +125,7 @@ class QueryNode:
     filter: FilterSpec | None = None
     rescore: bool = True  # with quantised vectors: rescore with the originals
     exact: bool = False  # score every point (no HNSW, no quantised copy): the exhaustive answer, for measuring recall
+    score_threshold: float | None = None  # only results scoring at least this (the whole node's final score)
 
 
 @dataclass(frozen=True, slots=True)

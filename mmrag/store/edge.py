@@ -171,7 +171,7 @@ class EdgeStore(VectorStore):
             limit=node.limit, query=er.query(rq.query(node), node.using),
             prefetches=er.prefetches(rq.prefetches(node, self.index, points, live)),
             filter=_filter(node.filter), with_payload=rq.with_payload(payload),
-            with_vector=with_vectors or False,
+            with_vector=with_vectors or False, score_threshold=node.score_threshold,
             params=er.search_params(rq.search_params(node, self.index, points, live)),
         )
         return in_score_order([rq.to_hit(p) for p in shard.query(request)])

@@ -120,6 +120,7 @@ class QdrantClientStore(VectorStore):
             response = self.client.query_points(
                 self._require(name), prefetch=rq.prefetches(node, self.index, points), query=rq.query(node),
                 using=node.using, query_filter=rq.to_filter(node.filter), limit=node.limit,
+                score_threshold=node.score_threshold,
                 with_payload=rq.with_payload(payload),
                 with_vectors=with_vectors or False, search_params=rq.search_params(node, self.index, points),
             )

@@ -41,14 +41,17 @@ class CutStore:
 
     def query(self, corpus: str, node: QueryNode, **_: object) -> list[Hit]:
         self.limits.append(node.limit)
-        ranked = sorted(self.hits, key=lambda h: (-h.score, h.id[::-1]))  # ties in an order that is not by id
-        return in_score_order(ranked[:node.limit])
+        floor = -1.0 if node.score_threshold is None else node.score_threshold
+        ranked = sorted((h for h in self.hits if h.score >= floor), key=lambda h: (-h.score, h.id[::-1]))
+        return in_score_order(ranked[:node.limit])  # ties in an order that is not by id
 
 
-def test_a_cut_inside_a_tie_asks_for_more_until_the_whole_tie_is_seen() -> None:
-    store = CutStore([0.9, *[0.5] * 40, 0.1])
-    got = query_past_ties(store, "c", QueryNode(limit=1), 5)  # type: ignore[arg-type]
-    assert store.limits == [13, 26, 52]  # 13 and 26 end inside the tie of 40
+def test_a_cut_inside_a_tie_asks_once_more_for_the_whole_tie() -> None:
+    store = CutStore([0.9, *[0.5] * 40, 0.5 - 4e-7, 0.5 - 6e-7, 0.1])
+    node = QueryNode(limit=1)
+    got = query_past_ties(store, "c", node, 5)  # type: ignore[arg-type]
+    assert store.limits == [13, evidence.MAX_TIE_FETCH]  # 13 ends inside the tie: then all that scores 0.5
+    assert len(got) == 42 and node.score_threshold is None  # 0.5 - 4e-7 rounds to 0.5: tied; 0.5 - 6e-7 not
     assert [h.id for h in order_hits(got, 5)] == [f"{i:032x}" for i in range(5)]  # the tie's first ids, by id
     short = CutStore([0.9, 0.8, 0.7, *[0.5] * 40])
     query_past_ties(short, "c", QueryNode(limit=1), 2)  # type: ignore[arg-type]
@@ -140,3 +143,34 @@ def test_the_document_stage_scores_its_documents_whole_in_either_store_order(doc
     assert len(set().union(*scores.values())) == 3  # and the three documents three scores (w.pdf outside the budget)
     assert ranking(documents, "fwd", request) == first
     assert ranking(documents, "rev", request) == first
+
+
+@pytest.mark.parametrize("documents", ["edge"], indirect=True)
+def test_the_document_choice_reads_its_documents_from_the_cache_and_the_catalog_only_for_new_ones(documents,
+                                                                                               monkeypatch) -> None:
+    """Each hit of the choice is a document's first page: its document and page count come from the corpus's
+    documents as the search already holds them (no catalog query per search: thousands of hits at scale); a
+    document the cached list does not know (written since) from the catalog; the choice is the same."""
+    from mmrag.retrieve.document_prior import CorpusDocuments
+    from mmrag.retrieve.plan import document_space
+
+    retriever = documents.retriever
+    spaces = retriever.corpus_spaces(documents.catalog.corpora.config("fwd"))
+    space = document_space(spaces, list(spaces))
+    query = retriever._query_input("fwd", SearchRequest(query="revenue in the northern region"))
+    cached = retriever.documents.get("fwd")
+    assert sorted(cached.pages.values()) == [12, 12, 12]
+    with_catalog = document_choice.choose_documents(documents.store, documents.catalog, "fwd", space, query, 16, None)
+    assert with_catalog and all(len(c.documents) == 2 and c.pages == 24 for c in with_catalog.values())
+
+    def no_catalog(*_: object) -> None:
+        raise AssertionError("a catalog query for a document the cache knows")
+
+    with monkeypatch.context() as m:
+        m.setattr(documents.catalog.pages, "places", no_catalog)
+        m.setattr(documents.catalog.documents, "page_counts", no_catalog)
+        assert document_choice.choose_documents(documents.store, documents.catalog, "fwd", space, query, 16, None,
+                                                cached) == with_catalog
+    older = CorpusDocuments.of([f for f in documents.catalog.documents.facts("fwd") if f.filename != "n.pdf"])
+    assert document_choice.choose_documents(documents.store, documents.catalog, "fwd", space, query, 16, None,
+                                            older) == with_catalog  # n.pdf: not in the older list, from the catalog

@@ -4,9 +4,12 @@ cached until the corpus's documents change (real catalog)."""
 
 from __future__ import annotations
 
+import re
+
 from mmrag.catalog import Catalog
 from mmrag.config import CorpusConfig
 from mmrag.doc_facts import DocumentFacts, StoredFacts
+from mmrag.retrieve import document_prior
 from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache, entity_core, wants_recency
 from mmrag.types import Document
 
@@ -69,6 +72,40 @@ def test_a_common_word_alone_never_names_an_organisation() -> None:
     assert named("WHAT IS THE TARGET RATIO") == ()  # all capitals say nothing about names
 
 
+def every_pattern(corpus: CorpusDocuments, text: str) -> tuple[str, ...]:
+    """The oracle: each alias's pattern run on the whole query, no first test."""
+    found: list[str] = []
+    for alias in corpus.aliases:
+        if alias.exact is not None:
+            hit = re.search(rf"(?<![\w-]){re.escape(alias.exact)}(?![\w-])", text) is not None
+        else:
+            body = r"[\s\-_.,&’']*".join(re.escape(w) for w in alias.words.split())
+            hits = re.finditer(rf"(?<![\w-]){body}(?![\w-])", text, re.I)
+            hit = any(not alias.plain or document_prior._written_as_name(text, m.start(), m.end()) for m in hits)
+        if hit and alias.core not in found:
+            found.append(alias.core)
+    return tuple(found)
+
+
+def test_aliases_are_compiled_once_per_corpus_and_run_only_where_their_word_is(monkeypatch) -> None:
+    """A corpus of thousands of documents has thousands of aliases: a query compiles none of them (they are
+    compiled when the corpus's documents are read) and runs a pattern only where the query holds its folded
+    first word; what it finds equals running every alias's pattern on the whole query, on names written
+    every way the patterns allow."""
+    queries = ["What was 3M's free cash flow?", "MMM capex", "CocaCola and Coca–Cola and coca_cola", "KO vs ko",
+               "JPMORGAN CHASE revenue", "jpm", "Mcdonalds", "McDONALD’S 8-K", "Target's", "the target", "AMD",
+               "amd", "INTEL", "ıntel's margin", "Advanced-Micro-Devices", "Gap Inc.", "Block's bitcoin"]
+    expected = [every_pattern(CORPUS, q) for q in queries]
+
+    def no_compiling(alias: object) -> None:
+        raise AssertionError("an alias compiled per query")
+
+    monkeypatch.setattr(document_prior.AliasPattern, "of", no_compiling)
+    assert [CORPUS.named_cores(q) for q in queries] == expected
+    assert expected[2] == ("coca cola",) and expected[13] == ("intel",)  # no separator; a dotless i under re.I
+    assert expected[1] == ("3m",) and expected[5] == () and expected[11] == ()  # tickers and initials: as written
+
+
 def test_names_in_most_documents_are_boilerplate_not_identity() -> None:
     # the exchange 3M and Coca-Cola list on their covers: seen in most documents, the main one of none
     assert CORPUS.main["mmm18"] == "3m" and CORPUS.main["ko16"] == "coca cola"
@@ -98,6 +135,28 @@ def test_fit_is_a_soft_conjunction_of_what_the_query_names() -> None:
     assert max(both, key=lambda d: both[d]) == "ko16"  # the report that holds both years
     assert CORPUS.match("how do I reset my password").fit == {}
     assert all(0 < v <= 1 for v in CORPUS.match("JPM Q1 2022 10-Q").fit.values())
+
+
+def test_only_documents_meeting_something_are_scored_and_the_fit_is_every_documents(monkeypatch) -> None:
+    """A query names an organisation, a period, a form or "the latest": the fit is computed only for the
+    documents that hold one of them (an index built once per corpus), and equals scoring every document."""
+    queries = ["3M cash flow statement for FY2018", "Coca-Cola revenue change from FY2015 to FY2016",
+               "JPM Q1 2022 10-Q", "latest earnings release", "McDonald's 8-K", "revenue in 2023-Q2",
+               "Intel FY2022 10-K", "What changed in the most recent 10-K?", "how do I reset my password"]
+    for text in queries:
+        got = CORPUS.match(text)
+        cores = set(CORPUS.named_cores(text))
+        periods, forms = document_prior.query_periods(text), set(document_prior.named_forms(text, CORPUS.forms))
+        latest = set(CORPUS.latest) if document_prior.wants_recency(text) else set()
+        every = {}
+        for doc_id, facts in CORPUS.facts.items():
+            met = {"entity": float(CORPUS.main[doc_id] in cores), "form": float(facts.form in forms),
+                   "latest": float(doc_id in latest), "period": document_prior.period_fit(facts, periods)}
+            value = document_prior.combine({k: met[k] for k in got.named})
+            if value > 0:
+                every[doc_id] = round(value, 3)
+        assert got.fit == every, text
+    assert len(CORPUS.match("Intel FY2022 10-K").fit) < len(CORPUS.facts)  # not every document fits
 
 
 def test_cache_follows_the_corpus_documents(tmp_path) -> None:

@@ -85,6 +85,23 @@ def test_dense_matches_numpy_and_each_other(stores, data):
         assert hits[0].score == pytest.approx(float(oracle[0].vectors["dense"] @ q), abs=1e-4)
 
 
+def test_a_score_threshold_keeps_every_result_at_or_above_it_on_both_engines(stores, data):
+    """What a cut inside a tie asks for (:func:`mmrag.retrieve.evidence.query_past_ties`): every result
+    scoring at least the threshold, whatever the limit leaves room for; on a plain and on a fused query."""
+    q = _unit(np.random.default_rng(3).standard_normal(DIM)).astype(np.float32)
+    scores = sorted((float(p.vectors["dense"] @ q) for p in data), reverse=True)
+    threshold = (scores[11] + scores[12]) / 2  # between the 12th and 13th best
+    fused = QueryNode(limit=100, fusion="rrf", prefetch=[QueryNode(limit=30, using="dense", vector=q)])
+    for store in stores.values():
+        hits = store.query("c", QueryNode(limit=100, using="dense", vector=q, score_threshold=threshold))
+        assert [round(h.score, 4) for h in hits] == [round(s, 4) for s in scores[:12]]
+        everything = store.query("c", fused)
+        cut = everything[len(everything) // 2].score
+        fused.score_threshold = cut
+        assert _ids(store.query("c", fused)) == _ids([h for h in everything if h.score >= cut])
+        fused.score_threshold = None
+
+
 def test_multivector_maxsim_matches_numpy(stores, data):
     q = _unit(np.random.default_rng(2).standard_normal((3, MV))).astype(np.float32)
     scores = {p.id: float((q @ p.vectors["mv"].T).max(axis=1).sum()) for p in data}
