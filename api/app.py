@@ -28,6 +28,7 @@ from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.runner import RunnerFactory
 from mmrag.local_application import LocalApplication
 from mmrag.pipeline import Pipeline, build_pipeline
+from mmrag.process_memory import Trimmer, tune_malloc
 
 log = logging.getLogger("mmrag.api")
 
@@ -76,6 +77,8 @@ def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> Non
     warm the corpora's models up in the background and write the marker file by which the CLI finds this
     server."""
     configure_logging(settings.api.log_format, settings.log_level)
+    tune_malloc(settings.api.malloc_arenas)  # before the pipeline's threads
+    app.state.trimmer = Trimmer(settings.api.malloc_trim_s)
     app.state.pipeline = pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
     app.state.application = application = LocalApplication(pipeline, owns_pipeline=False)  # what the doors call
     app.state.evaluations = EvaluationService(application, settings.data_dir / "evaluations", settings.eval_suites_dir)
@@ -98,6 +101,7 @@ def shut_down(app: FastAPI, settings: Settings, *, owns_pipeline: bool) -> None:
     when the app built it."""
     app.state.evaluations.close()
     app.state.rankers.close()
+    app.state.trimmer.close()
     app.state.auth.close()
     marker = server_file(settings)
     if os.path.exists(marker):
