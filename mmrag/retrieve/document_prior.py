@@ -155,10 +155,13 @@ class CorpusDocuments:
     aliases: tuple[Alias, ...]
     latest: tuple[str, ...]  # ids of each series' newest document (latest_of_series)
     forms: tuple[str, ...]  # the forms the corpus's documents have
-    patterns: tuple[AliasPattern, ...] = ()  # the aliases compiled (of() fills it; else compiled per query)
     pages: Mapping[str, int] = field(default_factory=dict)  # document id -> its page count
+    _patterns: tuple[AliasPattern, ...] = field(init=False, repr=False, compare=False)  # the aliases, compiled
     _points: dict[int, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _holders: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_patterns", tuple(AliasPattern.of(a) for a in self.aliases))  # once per corpus
 
     def holders(self) -> dict[str, dict[str, set[str]]]:
         """Who holds what, computed once: ``main`` core, ``form``, ``period`` label (a reporting period or a
@@ -229,7 +232,7 @@ class CorpusDocuments:
         latest = latest_of_series(docs, main)
         forms = tuple(sorted({d.facts.form for d in docs if d.facts.form}))
         return cls({d.document_id: d.facts for d in docs}, main, kept, tuple(latest), forms,
-                   tuple(AliasPattern.of(a) for a in kept), {d.document_id: d.pages for d in docs})
+                   {d.document_id: d.pages for d in docs})
 
     def named_cores(self, text: str) -> tuple[str, ...]:
         """The organisations (cores) the query names, by any alias. The aliases' patterns are compiled once
@@ -237,7 +240,7 @@ class CorpusDocuments:
         substring test per alias, not a regex (a corpus of 5,000 documents has thousands of aliases)."""
         found: list[str] = []
         folded = fold(text)
-        for compiled in self.patterns or tuple(AliasPattern.of(a) for a in self.aliases):
+        for compiled in self._patterns:
             if compiled.alias.core not in found and compiled.found(text, folded):
                 found.append(compiled.alias.core)
         return tuple(found)
