@@ -65,10 +65,20 @@ class Sample:
         return self.server_rss_mb + sum(self.children_rss_mb.values())
 
 
+@dataclass(frozen=True, slots=True)
+class Busy:
+    """A span of background work the server did during the run: an ingest job or an evaluation."""
+
+    kind: str  # ingest | evaluation
+    start: float  # seconds since the start of the run
+    end: float
+
+
 @dataclass(slots=True)
 class Series:
     requests: list[Request] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    busy: list[Busy] = field(default_factory=list)
 
 
 # ---- the process tree (Linux /proc) -------------------------------------------------------------------------
@@ -200,6 +210,30 @@ def p99_ratio(requests: list[Request], duration_s: float, route: str = "search")
     return ratio_interval(last, first, percentile_stat(99))
 
 
+def slow_overlap(requests: list[Request], busy: list[Busy], route: str = "search",
+                 q: float = 99.0) -> dict[str, dict[str, float]]:
+    """Where the slow requests fell: for each kind of background work (and ``any``), the share of all of
+    ``route``'s successful requests sent while one ran, and the share of the slow ones (over the run's
+    ``q``-th percentile). Slow requests that overlap a kind far more often than requests at large point at
+    it as the cause of the tail."""
+    ok = [r for r in requests if r.route == route and 200 <= r.status < 300]
+    if not ok:
+        return {}
+    cut = float(np.percentile([r.latency_s for r in ok], q))
+    slow = [r for r in ok if r.latency_s > cut]
+    out: dict[str, dict[str, float]] = {}
+    for kind in [*sorted({b.kind for b in busy}), "any"]:
+        spans = [b for b in busy if kind in ("any", b.kind)]
+
+        def during(r: Request, spans: list[Busy] = spans) -> bool:
+            return any(b.start <= r.t + r.latency_s and r.t <= b.end for b in spans)
+
+        out[kind] = {"all": round(sum(map(during, ok)) / len(ok), 3),
+                     "slow": round(sum(map(during, slow)) / len(slow), 3) if slow else float("nan")}
+    out["cut_ms"] = {"all": round(cut * 1000, 1), "slow": float(len(slow))}
+    return out
+
+
 def status_counts(requests: list[Request]) -> Counter[str]:
     """``route status`` -> count (status 0: no answer)."""
     return Counter(f"{r.route} {r.status}" for r in requests)
@@ -251,8 +285,9 @@ def window_rows(series: Series) -> list[dict[str, float | int | None]]:
 
 
 def write(series: Series, duration_s: float, out: Path) -> list[Path]:
-    """``soak.csv`` (one row per sample), ``soak.json`` (samples with each child, every request's status
-    counts) and, with matplotlib, ``soak.png`` (RSS and search p99 over time) in ``out``."""
+    """``soak.csv`` (one row per sample), ``soak.json`` (samples with each child, the status counts, every
+    request as ``[t, route, status, latency_s]`` and the spans of background work) and, with matplotlib,
+    ``soak.png`` (RSS and search p99 over time) in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     rows = window_rows(series)
     paths = [out / "soak.csv", out / "soak.json"]
@@ -262,7 +297,10 @@ def write(series: Series, duration_s: float, out: Path) -> list[Path]:
         writer.writerows(rows)
     paths[1].write_text(json.dumps({"duration_s": duration_s, "windows": asdict(windows(duration_s)),
                                     "statuses": dict(status_counts(series.requests)),
-                                    "samples": [asdict(s) for s in series.samples]}, indent=1))
+                                    "samples": [asdict(s) for s in series.samples],
+                                    "busy": [asdict(b) for b in series.busy],
+                                    "requests": [[r.t, r.route, r.status, round(r.latency_s, 5)]
+                                                 for r in series.requests]}))
     try:
         import matplotlib
 

@@ -45,7 +45,18 @@ import httpx
 
 from bench._http import ROOT, free_port, start_server, stop_server
 from bench._load_docs import QUERIES
-from bench._soak_series import Request, Series, mapped_rss_kb, sample, status_counts, summarise, windows, write
+from bench._soak_series import (
+    Busy,
+    Request,
+    Series,
+    mapped_rss_kb,
+    sample,
+    slow_overlap,
+    status_counts,
+    summarise,
+    windows,
+    write,
+)
 from bench._stats import machine_line, result_line, verdict
 from mmrag.keys import KeyStore
 
@@ -84,6 +95,8 @@ class Traffic:
     files: dict[str, bytes]
     lock: threading.Lock = field(default_factory=threading.Lock)
     maps: dict[float, dict[str, int]] = field(default_factory=dict)  # t -> the server's RSS (kB) by mapping
+    wall_start: float = field(default_factory=time.time)  # the run's start on the wall clock (jobs' times)
+    jobs: list[str] = field(default_factory=list)  # every ingest job the clients started
 
     def send(self, http: httpx.Client, route: str, method: str, path: str, **kwargs: object) -> httpx.Response | None:
         """One request, recorded (status 0 when no answer came); None after a transport error."""
@@ -135,6 +148,7 @@ def _upload_or_delete(traffic: Traffic, http: httpx.Client, tenant: Tenant, acti
                              data={"metadata": f'{{"soak": "{_family(name)}"}}'})
             if r is not None and r.status_code == 202 and r.json().get("job"):
                 tenant.job = r.json()["job"]["id"] if isinstance(r.json()["job"], dict) else r.json()["job"]
+                traffic.jobs.append(tenant.job)
         elif action == "delete" and tenant.held:
             name = rng.choice(sorted(tenant.held))
             r = traffic.send(http, "delete", "DELETE", f"/corpora/{tenant.corpus}/documents/{tenant.held[name]}")
@@ -171,11 +185,24 @@ def evaluator(traffic: Traffic, admin: str, every_s: float) -> None:
             r = traffic.send(http, "evaluation", "POST", "/evaluations", json=EVAL)
             if r is None or r.status_code != 202:
                 continue
-            job = r.json()["id"]
+            job, began = r.json()["id"], time.monotonic() - traffic.start
             while not traffic.stop.wait(2.0):
                 r = traffic.send(http, "evaluation_poll", "GET", f"/evaluations/{job}")
                 if r is None or r.status_code != 200 or r.json()["state"] in ("done", "failed"):
                     break
+            traffic.series.busy.append(Busy("evaluation", round(began, 3), round(time.monotonic() - traffic.start, 3)))
+
+
+def ingest_spans(traffic: Traffic, admin: str) -> list[Busy]:
+    """The clients' ingest jobs as spans of the run (from the server's own created/finished times)."""
+    spans = []
+    with httpx.Client(base_url=traffic.url, timeout=60, headers={"Authorization": f"Bearer {admin}"}) as http:
+        for job in traffic.jobs:
+            r = http.get(f"/jobs/{job}")
+            if r.status_code == 200 and (body := r.json()).get("finished_at"):
+                spans.append(Busy("ingest", round(body["created_at"] - traffic.wall_start, 3),
+                                  round(body["finished_at"] - traffic.wall_start, 3)))
+    return spans
 
 
 MAPS_EVERY_S = 300.0
@@ -245,6 +272,7 @@ def run(minutes: float, *, seed: int = 0, data_dir: Path | None = None, out: Pat
         _seed(url, admin, tenant_list, files)
         log(f"server pid {proc.pid} on {url}; {tenants} corpora seeded; {machine_line()}")
         traffic = Traffic(url, time.monotonic(), Series(), threading.Event(), max_requests, files)
+        traffic.wall_start = time.time()
         threads = [threading.Thread(target=sampler, args=(traffic, proc.pid, every_s), daemon=True),
                    threading.Thread(target=evaluator, args=(traffic, admin, eval_every_s), daemon=True)]
         threads += [threading.Thread(target=client, args=(traffic, t, seed * 1000 + i * 10 + c, think_s), daemon=True)
@@ -265,6 +293,7 @@ def run(minutes: float, *, seed: int = 0, data_dir: Path | None = None, out: Pat
             thread.join(timeout=330)
         traffic.series.samples.append(sample(proc.pid, duration))  # the end of the last window
         traffic.maps[round(duration, 1)] = mapped_rss_kb(proc.pid)
+        traffic.series.busy += ingest_spans(traffic, admin)
         (out / "maps.json").write_text(json.dumps({str(t): m for t, m in traffic.maps.items()}))
         since = windows(duration).first[1]
         log("server RSS grown most since the first window: "
@@ -297,6 +326,9 @@ def main() -> None:
     values = summarise(series, duration)
     print("statuses: " + ", ".join(f"{k}: {n}" for k, n in sorted(status_counts(series.requests).items())))
     print(f"written: {', '.join(str(p) for p in paths)}")
+    for kind, share in slow_overlap(series.requests, series.busy).items():
+        print(f"searches during {kind}: {share['all']:.3f} of all, {share['slow']:.3f} of the slowest 1 %"
+              if kind != "cut_ms" else f"slowest 1 %: over {share['all']} ms ({share['slow']:.0f} searches)")
     print(machine_line())
     print(verdict("rss_growth", values["rss_growth"], 0.05, at_least=False))  # type: ignore[arg-type]
     print(verdict("p99_ratio", values["p99_ratio"], 1.2, at_least=False))  # type: ignore[arg-type]

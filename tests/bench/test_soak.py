@@ -15,6 +15,7 @@ import pytest
 
 from bench import soak
 from bench._soak_series import (
+    Busy,
     Request,
     Sample,
     Series,
@@ -22,6 +23,7 @@ from bench._soak_series import (
     p99_ratio,
     rss_growth,
     sample,
+    slow_overlap,
     status_counts,
     summarise,
     window_rows,
@@ -93,6 +95,19 @@ def test_a_slower_end_shows_in_the_p99_ratio() -> None:
         p99_ratio([Request(10.0, "answer", 200, 0.1)], 3600)  # no search in either window
 
 
+def test_slow_searches_are_lined_up_with_the_background_work_they_overlap() -> None:
+    busy = [Busy("ingest", t, t + 20) for t in range(100, 3600, 200)]  # 10 % of the time
+    busy += [Busy("evaluation", t, t + 60) for t in range(0, 3600, 300)]  # 20 % of the time
+    slowed = _requests(3600, lambda t: 0.5 if any(b.start <= t <= b.end for b in busy[:18]) else 0.05)
+    shares = slow_overlap(slowed, busy)
+    assert abs(shares["ingest"]["all"] - 0.1) < 0.02 and shares["ingest"]["slow"] == 1.0
+    assert abs(shares["evaluation"]["all"] - 0.2) < 0.03 and shares["evaluation"]["slow"] < 0.5
+    assert shares["any"]["slow"] == 1.0 and shares["cut_ms"]["slow"] == 72  # 1 % of 7,200 searches
+    even = slow_overlap(_requests(3600, lambda t: 0.05), busy)  # the tail is noise: no kind stands out
+    assert abs(even["ingest"]["slow"] - even["ingest"]["all"]) < 0.15
+    assert slow_overlap([Request(1.0, "answer", 200, 0.1)], busy) == {}
+
+
 def test_statuses_and_the_result_line() -> None:
     requests = [*_requests(600, lambda t: 0.05), Request(100, "upload", 500, 0.1),
                 Request(200, "chat", 0, 300.0), Request(300, "search", 422, 0.01)]
@@ -145,7 +160,10 @@ def test_a_short_soak_against_a_real_server(tmp_path) -> None:
     paths = write(series, duration, tmp_path / "out")
     assert [p.name for p in paths][:2] == ["soak.csv", "soak.json"]
     assert len((tmp_path / "out" / "soak.csv").read_text().splitlines()) == len(series.samples) + 1
-    assert json.loads((tmp_path / "out" / "soak.json").read_text())["statuses"] == dict(statuses)
+    written = json.loads((tmp_path / "out" / "soak.json").read_text())
+    assert written["statuses"] == dict(statuses) and len(written["requests"]) == len(series.requests)
+    ingests = [b for b in series.busy if b.kind == "ingest"]  # the server's own times of the clients' jobs
+    assert ingests and all(0 <= b.start <= b.end <= duration + 330 for b in ingests), series.busy
     line = result_line(summarise(series, duration))
     assert "errors_5xx=0 " in line and " p99_ratio_hi=" in line and " rss_growth_hi=" in line
     run = subprocess.run([sys.executable, "-m", "bench.soak", "--help"], capture_output=True, text=True, timeout=60)
