@@ -45,6 +45,7 @@ class Request:
     route: str  # search | answer | chat | upload | delete | evaluation | ...
     status: int
     latency_s: float
+    stages: dict[str, float] | None = None  # a search's own timings as the server reported them (plan, query, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,7 @@ class Busy:
     kind: str  # ingest | evaluation
     start: float  # seconds since the start of the run
     end: float
+    timings: dict[str, float] = field(default_factory=dict)  # an ingest job's seconds per stage
 
 
 @dataclass(slots=True)
@@ -286,7 +288,7 @@ def window_rows(series: Series) -> list[dict[str, float | int | None]]:
 
 def write(series: Series, duration_s: float, out: Path) -> list[Path]:
     """``soak.csv`` (one row per sample), ``soak.json`` (samples with each child, the status counts, every
-    request as ``[t, route, status, latency_s]`` and the spans of background work) and, with matplotlib,
+    request as ``[t, route, status, latency_s, stages]`` and the spans of background work) and, with matplotlib,
     ``soak.png`` (RSS and search p99 over time) in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     rows = window_rows(series)
@@ -299,7 +301,7 @@ def write(series: Series, duration_s: float, out: Path) -> list[Path]:
                                     "statuses": dict(status_counts(series.requests)),
                                     "samples": [asdict(s) for s in series.samples],
                                     "busy": [asdict(b) for b in series.busy],
-                                    "requests": [[r.t, r.route, r.status, round(r.latency_s, 5)]
+                                    "requests": [[r.t, r.route, r.status, round(r.latency_s, 5), r.stages]
                                                  for r in series.requests]}))
     try:
         import matplotlib

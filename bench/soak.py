@@ -106,9 +106,13 @@ class Traffic:
         except httpx.HTTPError:
             response = None
         done = time.monotonic()
+        stages = None
+        if route == "search" and response is not None and response.status_code == 200:
+            stages = {k: round(v, 5) for k, v in response.json().get("timings", {}).items()}
         with self.lock:
             self.series.requests.append(Request(round(t0 - self.start, 3), route,
-                                                response.status_code if response is not None else 0, done - t0))
+                                                response.status_code if response is not None else 0, done - t0,
+                                                stages))
             if len(self.series.requests) >= self.max_requests:
                 self.stop.set()
         return response
@@ -201,7 +205,7 @@ def ingest_spans(traffic: Traffic, admin: str) -> list[Busy]:
             r = http.get(f"/jobs/{job}")
             if r.status_code == 200 and (body := r.json()).get("finished_at"):
                 spans.append(Busy("ingest", round(body["created_at"] - traffic.wall_start, 3),
-                                  round(body["finished_at"] - traffic.wall_start, 3)))
+                                  round(body["finished_at"] - traffic.wall_start, 3), body.get("timings", {})))
     return spans
 
 

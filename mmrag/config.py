@@ -277,11 +277,11 @@ class JobsConfig(BaseModel):
     """Files of one job whose plan is queued at once; each file's plan, when it ends, queues the next. So a
     job of many files does not fill the ``cpu`` queue ahead of its own corpus's other jobs' files (both
     runners)."""
-    parse_nice: int = Field(0, ge=0, le=19)
-    """The niceness the parse worker processes (and the OCR processes they start) and the embedded runner's
-    parse threads run at; >0 lets
-    the embed thread, the pipeline's bottleneck on a CPU box, take the cores first. Measured in
-    docs/benchmarks.md (bench.pipeline)."""
+    parse_nice: int = Field(10, ge=0, le=19)
+    """The niceness the parse worker processes (and the converter and OCR processes they start) and the
+    embedded runner's parse threads run at: >0 lets the server's request threads and the embed thread (the
+    pipeline's bottleneck on a CPU box) take the cores first, so that uploads slow searches less; 0: the
+    same priority as the server (docs/jobs.md, "Ingestion yields to queries")."""
     embed_threads: int = Field(0, ge=0, le=256)
     """torch intra-op threads of a process that embeds in-process (the embedded runner, ``mmrag worker
     gpu|all``); 0: torch's own default (one per core). Measured in docs/benchmarks.md (bench.ingest)."""

@@ -212,7 +212,9 @@ class JobWriter:
             if reweighted is not None:  # the job's timings reach the metrics (mmrag_stage_seconds)
                 self.jobs.add_timings(job_id, {"bm25_reweight": reweighted.seconds})
             if not all_failed:
+                t0 = time.perf_counter()
                 self.store.optimize(job.corpus)  # indexes and quantised prefetch vectors of the new points
+                self.jobs.add_timings(job_id, {"optimize": time.perf_counter() - t0})
         self.jobs.finish(job_id, JobState.FAILED if all_failed else JobState.DONE)
         self._cleanup(job)
 

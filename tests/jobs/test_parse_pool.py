@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mmrag.config import IngestConfig
+from mmrag.config import IngestConfig, JobsConfig
 from mmrag.errors import CorruptDocument, TooComplex
 from mmrag.jobs import spool_codec
 from mmrag.jobs.parse_pool import ParseInterrupted, ParsePool
@@ -44,6 +44,17 @@ def test_a_worker_that_died_while_idle_is_replaced():
             os.kill(worker.proc.pid, signal.SIGKILL)
         time.sleep(0.2)
         assert _text(pool.call(_pages(text_pdf("two"), IngestConfig()))).startswith("two")
+    finally:
+        pool.close()
+
+
+def test_workers_run_at_the_configured_niceness_and_the_default_yields_to_the_server():
+    assert JobsConfig().parse_nice > 0  # the product's default: ingestion yields the cores to queries
+    pool = ParsePool(idle=1, nice=7)
+    try:
+        assert _text(pool.call(_pages(text_pdf("niced"), IngestConfig()))).startswith("niced")
+        pid = pool._idle[0].proc.pid
+        assert os.getpriority(os.PRIO_PROCESS, pid) == max(7, os.getpriority(os.PRIO_PROCESS, 0))
     finally:
         pool.close()
 
