@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Celery
+from celery.signals import worker_process_init
 
 from indexer.app import make_celery
 from indexer.fair import FairQueues
@@ -17,6 +20,7 @@ from indexer.tasks import register_worker_tasks, register_writer_tasks
 from mmrag.config import Settings
 from mmrag.embed.threads import set_torch_threads
 from mmrag.pipeline import build_pipeline, build_worker_context
+from mmrag.process_memory import Trimmer, tune_malloc
 
 ROLES = {"cpu": ["cpu"], "gpu": ["gpu"], "write": ["write"], "all": ["cpu", "gpu", "write"]}
 
@@ -39,8 +43,36 @@ def build_worker(settings: Settings, role: str) -> Celery:
     return app
 
 
+class WorkerMemory:
+    """A worker hands freed memory back as the server does (:mod:`mmrag.process_memory`, the same
+    ``MMRAG_API__MALLOC_ARENAS`` and ``MMRAG_API__MALLOC_TRIM_S``): malloc tuned before the worker's threads
+    exist and a trimmer thread in the process that runs the tasks — this one with the ``solo`` and ``threads``
+    pools, each child with ``prefork`` (a forked child has no threads of its parent: it starts its own)."""
+
+    def __init__(self, settings: Settings, pool: str) -> None:
+        self.every_s = settings.api.malloc_trim_s
+        tune_malloc(settings.api.malloc_arenas)
+        self.trimmers = [Trimmer(self.every_s)]
+        self.prefork = pool == "prefork"
+        if self.prefork:
+            worker_process_init.connect(self.child_started, weak=False)
+
+    def child_started(self, **_: Any) -> None:
+        self.trimmers.append(Trimmer(self.every_s))
+
+    def close(self) -> None:
+        if self.prefork:
+            worker_process_init.disconnect(self.child_started)
+        for trimmer in self.trimmers:
+            trimmer.close()
+
+
 def run_worker(settings: Settings, role: str, concurrency: int, pool: str, loglevel: str = "INFO") -> None:
-    app = build_worker(settings, role)
-    app.worker_main(["worker", "-Q", ",".join(ROLES[role]), f"--concurrency={concurrency}", f"--pool={pool}",
-                     f"--loglevel={loglevel}", "--without-gossip", "--without-mingle", "--without-heartbeat",
-                     "-n", f"mmrag-{role}@%h"])
+    memory = WorkerMemory(settings, pool)  # before the worker's threads
+    try:
+        app = build_worker(settings, role)
+        app.worker_main(["worker", "-Q", ",".join(ROLES[role]), f"--concurrency={concurrency}", f"--pool={pool}",
+                         f"--loglevel={loglevel}", "--without-gossip", "--without-mingle", "--without-heartbeat",
+                         "-n", f"mmrag-{role}@%h"])
+    finally:
+        memory.close()

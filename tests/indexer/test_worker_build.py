@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import mmrag.pipeline
-from indexer.worker import build_worker
+from indexer.worker import WorkerMemory, build_worker
 from tests.conftest import make_settings
 
 
@@ -47,3 +47,31 @@ def test_a_second_worker_in_one_process_runs_its_own_tasks(tmp_path):
     assert set(first) == set(second) and "mmrag.parse" in first
     for n in first:
         assert second[n]._decorated_fun is not first[n]._decorated_fun, n  # type: ignore[attr-defined]
+
+
+def _trimmer_threads() -> int:
+    import threading
+
+    return sum(t.name == "mmrag-malloc-trim" and t.is_alive() for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("pool,children", [("solo", 0), ("threads", 0), ("prefork", 2)])
+def test_a_worker_trims_its_memory_in_the_process_that_runs_the_tasks(tmp_path, pool, children):
+    """The process that runs the tasks has a trimmer: the worker's own (solo, threads) or each prefork child's,
+    started by Celery's ``worker_process_init`` (sent here as a child sends it after the fork)."""
+    from celery.signals import worker_process_init
+
+    settings = make_settings(tmp_path / "data")
+    settings.api.malloc_trim_s = 0.05
+    before = _trimmer_threads()
+    memory = WorkerMemory(settings, pool)
+    try:
+        for _ in range(children):
+            worker_process_init.send(sender=None)
+        assert _trimmer_threads() == before + 1 + children
+        assert all(t.every_s == 0.05 for t in memory.trimmers)
+    finally:
+        memory.close()
+    assert _trimmer_threads() == before
+    worker_process_init.send(sender=None)  # disconnected on close: no trimmer is left behind
+    assert _trimmer_threads() == before
