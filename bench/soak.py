@@ -95,7 +95,7 @@ class Traffic:
     files: dict[str, bytes]
     lock: threading.Lock = field(default_factory=threading.Lock)
     maps: dict[float, dict[str, int]] = field(default_factory=dict)  # t -> the server's RSS (kB) by mapping
-    wall_start: float = field(default_factory=time.time)  # the run's start on the wall clock (jobs' times)
+    wall_start: float = field(default_factory=time.time)  # start on the wall clock (made with ``start``)
     jobs: list[str] = field(default_factory=list)  # every ingest job the clients started
 
     def send(self, http: httpx.Client, route: str, method: str, path: str, **kwargs: object) -> httpx.Response | None:
@@ -276,7 +276,6 @@ def run(minutes: float, *, seed: int = 0, data_dir: Path | None = None, out: Pat
         _seed(url, admin, tenant_list, files)
         log(f"server pid {proc.pid} on {url}; {tenants} corpora seeded; {machine_line()}")
         traffic = Traffic(url, time.monotonic(), Series(), threading.Event(), max_requests, files)
-        traffic.wall_start = time.time()
         threads = [threading.Thread(target=sampler, args=(traffic, proc.pid, every_s), daemon=True),
                    threading.Thread(target=evaluator, args=(traffic, admin, eval_every_s), daemon=True)]
         threads += [threading.Thread(target=client, args=(traffic, t, seed * 1000 + i * 10 + c, think_s), daemon=True)

@@ -209,12 +209,15 @@ class JobWriter:
         if self.catalog.corpora.exists(job.corpus):
             # its average moved, or a re-weight a crash cut off (left to this job's end by recover) is due
             reweighted = bm25_stats.maybe_reweight(self.catalog, self.store, job.corpus)
-            if reweighted is not None:  # the job's timings reach the metrics (mmrag_stage_seconds)
-                self.jobs.add_timings(job_id, {"bm25_reweight": reweighted.seconds})
+            end: dict[str, float] = {}  # the job's timings reach the metrics (mmrag_stage_seconds)
+            if reweighted is not None:
+                end["bm25_reweight"] = reweighted.seconds
             if not all_failed:
                 t0 = time.perf_counter()
                 self.store.optimize(job.corpus)  # indexes and quantised prefetch vectors of the new points
-                self.jobs.add_timings(job_id, {"optimize": time.perf_counter() - t0})
+                end["optimize"] = time.perf_counter() - t0
+            if end:
+                self.jobs.add_timings(job_id, end)
         self.jobs.finish(job_id, JobState.FAILED if all_failed else JobState.DONE)
         self._cleanup(job)
 
