@@ -75,6 +75,14 @@ class IngestConfig(BaseModel):
     """Tesseract language codes, joined with '+'."""
     ocr_dpi: int = Field(300, ge=72, le=600)
     """Resolution at which PDF pages are rasterised for OCR."""
+    figure_ocr: bool = False
+    """Also OCR the pictures of pages that have a text layer (charts, screenshots, slides placed as images):
+    each image covering ``figure_ocr_min_area`` of the page with almost none of the layer's words in it is read
+    by Tesseract and its words join the page's (mmrag/ingest/figure_text.py). Needs ``ocr``."""
+    figure_ocr_min_area: float = Field(0.05, ge=0.0, le=1.0)
+    """Least share of the page an image must cover to be read by ``figure_ocr``."""
+    figure_ocr_max_regions: int = Field(4, ge=0, le=64)
+    """Most images of one page read by ``figure_ocr`` (the largest first)."""
     min_text_chars: int = Field(16, ge=0)
     """A text layer with fewer non-space characters than this is not usable: the page is OCRed."""
     chunk_words: int = Field(120, ge=8, le=2000)

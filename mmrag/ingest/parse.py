@@ -15,6 +15,7 @@ from PIL import Image
 from mmrag.config import IngestConfig
 from mmrag.imaging import decode_image, encode_png
 from mmrag.ingest import pdf
+from mmrag.ingest.figure_text import figure_words
 from mmrag.ingest.ids import page_id
 from mmrag.ingest.ocr import detect_rotation, ocr_image, upright
 from mmrag.ingest.page_context import LOOKBACK_PAGES, SectionState, section_paths
@@ -96,7 +97,8 @@ class ParseResult:
 def parse_pdf_batch(data: bytes, doc_id: str, config: IngestConfig, first: int = 1, last: int | None = None,
                     images: bool = True, on_page: Callable[[int], None] | None = None,
                     carried: SectionState | None = None) -> ParseResult:
-    """Pages ``first..last`` (1-based, inclusive; default all): text layer, OCR when unusable, and (if
+    """Pages ``first..last`` (1-based, inclusive; default all): text layer, OCR when unusable (else, with
+    ``config.figure_ocr``, OCR of the pictures the layer has no words in: :mod:`mmrag.ingest.figure_text`), and (if
     ``images``) the render; each with its context (section path, the header of a table it continues:
     :mod:`mmrag.ingest.page_context`). OCRed pages are always rendered (their image is the text's source);
     a page with neither images nor vector drawings is not OCRed (nothing there to read: a blank page).
@@ -120,6 +122,15 @@ def parse_pdf_batch(data: bytes, doc_id: str, config: IngestConfig, first: int =
                 hi_res = pdf.render_for_ocr(doc, rendered.number, config)
                 words, rotation = _ocr(hi_res, config, rendered.timings)
                 source, image = TextSource.OCR, upright(image, rotation)
+            elif config.ocr and config.figure_ocr:
+                pictured = figure_words(doc.load_page(rendered.number - 1), words,
+                                        min_area=config.figure_ocr_min_area,
+                                        max_regions=config.figure_ocr_max_regions, dpi=config.ocr_dpi,
+                                        max_pixels=config.max_page_pixels, languages=config.ocr_languages,
+                                        timings=rendered.timings)
+                words = words + pictured  # after the layer's: its tables' spans keep their indexes
+                if pictured and rendered.labelled is not None:
+                    rendered.labelled = rendered.labelled + [w.text for w in pictured]
             page = _page(doc_id, rendered.number, image, words, source, rendered.timings, rendered.size)
             page.context, page.table_header = sections.get(rendered.number, []), rendered.continued
             page.tables = rendered.tables if source is TextSource.LAYER else []
