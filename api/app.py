@@ -28,7 +28,7 @@ from mmrag.evaluate.service import EvaluationService
 from mmrag.jobs.runner import RunnerFactory
 from mmrag.local_application import LocalApplication
 from mmrag.pipeline import Pipeline, build_pipeline
-from mmrag.process_memory import Trimmer, tune_malloc
+from mmrag.process_memory import hand_back_memory
 
 log = logging.getLogger("mmrag.api")
 
@@ -77,8 +77,7 @@ def start_up(app: FastAPI, settings: Settings, pipeline: Pipeline | None) -> Non
     warm the corpora's models up in the background and write the marker file by which the CLI finds this
     server."""
     configure_logging(settings.api.log_format, settings.log_level)
-    tune_malloc(settings.api.malloc_arenas)  # before the pipeline's threads
-    app.state.trimmer = Trimmer(settings.api.malloc_trim_s)
+    app.state.trimmer = hand_back_memory(settings.api.malloc_arenas, settings.api.malloc_trim_s)  # before its threads
     app.state.pipeline = pipeline = pipeline or build_pipeline(settings, runner=job_runner(settings))
     app.state.application = application = LocalApplication(pipeline, owns_pipeline=False)  # what the doors call
     app.state.evaluations = EvaluationService(application, settings.data_dir / "evaluations", settings.eval_suites_dir)

@@ -40,6 +40,7 @@ from mmrag.embed.service import EmbedService, prometheus_text
 from mmrag.embed.wire import CONTENT_TYPE, encode_vectors
 from mmrag.embed_service_config import BatchingConfig, InputLimits
 from mmrag.errors import InvalidInput, UnsupportedMediaType
+from mmrag.process_memory import hand_back_memory
 
 EncodingFormat = Literal["float", "base64", "binary"]
 
@@ -138,16 +139,24 @@ VECTOR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 def create_embed_app(specs: Sequence[str], options: EmbedderOptions | None = None,
-                     batching: BatchingConfig | None = None, limits: InputLimits | None = None) -> FastAPI:
-    """Build the service app; models load when the app starts (lifespan), not here."""
+                     batching: BatchingConfig | None = None, limits: InputLimits | None = None,
+                     memory: tuple[int, float] | None = None) -> FastAPI:
+    """Build the service app; models load when the app starts (lifespan), not here. ``memory``: the malloc
+    arenas and the seconds between trims with which the process hands freed memory back, set up as the app
+    starts, before the batchers' threads (:func:`mmrag.process_memory.hand_back_memory`; None: left as it is)."""
     service = EmbedService(specs, options or EmbedderOptions(), batching or BatchingConfig(),
                            limits or InputLimits())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.trimmer = hand_back_memory(*memory) if memory is not None else None
         await service.start()
-        yield
-        await service.stop()
+        try:
+            yield
+        finally:
+            await service.stop()
+            if app.state.trimmer is not None:
+                app.state.trimmer.close()
 
     app = FastAPI(title="mmrag embedding service", lifespan=lifespan)
     app.state.service = service

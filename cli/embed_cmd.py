@@ -58,5 +58,6 @@ def embed_serve(
     options = EmbedderOptions(device=device, dtype=dtype,
                               text_precision=text_precision or settings.embed.text_precision,
                               max_batch_tokens=settings.embed.max_batch_tokens)
-    app = create_embed_app(model or DEFAULT_MODELS, options, service.batching, service.limits)
+    app = create_embed_app(model or DEFAULT_MODELS, options, service.batching, service.limits,
+                           memory=(settings.api.malloc_arenas, settings.api.malloc_trim_s))
     uvicorn.run(app, host=host, port=port, log_level="info")

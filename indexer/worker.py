@@ -20,7 +20,7 @@ from indexer.tasks import register_worker_tasks, register_writer_tasks
 from mmrag.config import Settings
 from mmrag.embed.threads import set_torch_threads
 from mmrag.pipeline import build_pipeline, build_worker_context
-from mmrag.process_memory import Trimmer, tune_malloc
+from mmrag.process_memory import Trimmer, hand_back_memory
 
 ROLES = {"cpu": ["cpu"], "gpu": ["gpu"], "write": ["write"], "all": ["cpu", "gpu", "write"]}
 
@@ -51,8 +51,7 @@ class WorkerMemory:
 
     def __init__(self, settings: Settings, pool: str) -> None:
         self.every_s = settings.api.malloc_trim_s
-        tune_malloc(settings.api.malloc_arenas)
-        self.trimmers = [Trimmer(self.every_s)]
+        self.trimmers = [hand_back_memory(settings.api.malloc_arenas, self.every_s)]
         self.prefork = pool == "prefork"
         if self.prefork:
             worker_process_init.connect(self.child_started, weak=False)

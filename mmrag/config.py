@@ -251,11 +251,11 @@ class ApiConfig(BaseModel):
     image_query_concurrency: int = Field(2, ge=1, le=64)
     """Query images decoded and embedded at a time; further image searches wait their turn."""
     malloc_arenas: int = Field(2, ge=0, le=64)
-    """The malloc arenas at most of the server and of each Celery worker (glibc; 0: its default, eight per
-    core): fewer arenas hold less freed memory (mmrag/process_memory.py)."""
+    """The malloc arenas at most of the server, of each Celery worker and of the embedding service (glibc; 0: its
+    default, eight per core): fewer arenas hold less freed memory (mmrag/process_memory.py)."""
     malloc_trim_s: float = Field(30.0, ge=0)
-    """Seconds between handing the freed memory of the server and of each Celery worker process back to the
-    system (glibc's ``malloc_trim``); 0: never."""
+    """Seconds between handing the freed memory of the server, of each Celery worker process and of the
+    embedding service back to the system (glibc's ``malloc_trim``); 0: never."""
     log_format: Literal["text", "json"] = "text"
     """``json``: one JSON object per log line (time, level, logger, message, request id, route, status,
     duration). Keys and document text are never logged."""

@@ -59,6 +59,14 @@ def trim() -> bool:
     return bool(libc.malloc_trim(0)) if libc is not None else False
 
 
+def hand_back_memory(arenas: int, every_s: float) -> Trimmer:
+    """What every long-running process of the service does at start-up, before its worker threads exist (the
+    API server, each Celery worker's task process, the embedding service): :func:`tune_malloc` with ``arenas``,
+    then a :class:`Trimmer` every ``every_s`` seconds (``MMRAG_API__MALLOC_ARENAS``, ``MMRAG_API__MALLOC_TRIM_S``)."""
+    tune_malloc(arenas)
+    return Trimmer(every_s)
+
+
 class Trimmer:
     """:func:`trim` every ``every_s`` seconds in a daemon thread until :meth:`close`."""
 
