@@ -22,6 +22,7 @@ The figures, one function each so that a test can feed them synthetic series (te
 
 from __future__ import annotations
 
+import bisect
 import csv
 import json
 import os
@@ -212,28 +213,57 @@ def p99_ratio(requests: list[Request], duration_s: float, route: str = "search")
     return ratio_interval(last, first, percentile_stat(99))
 
 
+@dataclass(frozen=True, slots=True)
+class SlowOverlap:
+    """Where the slowest requests of a route fell (:func:`slow_overlap`)."""
+
+    cut_s: float  # the run's q-th percentile of the route's latency: the slow ones are over it
+    slow: int  # how many were
+    shares: dict[str, tuple[float, float]]  # kind of work -> (share of all the route's requests sent while one
+    #                                         ran, share of the slow ones); "any": any kind
+
+
+def _union(spans: list[Busy]) -> tuple[list[float], list[float]]:
+    """The spans' union as disjoint intervals in time order: (starts, ends)."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for b in sorted(spans, key=lambda b: b.start):
+        if ends and b.start <= ends[-1]:
+            ends[-1] = max(ends[-1], b.end)
+        else:
+            starts.append(b.start)
+            ends.append(b.end)
+    return starts, ends
+
+
+def _meets(union: tuple[list[float], list[float]], a: float, b: float) -> bool:
+    """Whether ``[a, b]`` meets the union: the last interval starting by ``b`` reaches ``a`` (any earlier one
+    ends before it starts)."""
+    starts, ends = union
+    i = bisect.bisect_right(starts, b) - 1
+    return i >= 0 and ends[i] >= a
+
+
 def slow_overlap(requests: list[Request], busy: list[Busy], route: str = "search",
-                 q: float = 99.0) -> dict[str, dict[str, float]]:
+                 q: float = 99.0) -> SlowOverlap | None:
     """Where the slow requests fell: for each kind of background work (and ``any``), the share of all of
     ``route``'s successful requests sent while one ran, and the share of the slow ones (over the run's
     ``q``-th percentile). Slow requests that overlap a kind far more often than requests at large point at
-    it as the cause of the tail."""
+    it as the cause of the tail. None when the route has no successful request."""
     ok = [r for r in requests if r.route == route and 200 <= r.status < 300]
     if not ok:
-        return {}
+        return None
     cut = float(np.percentile([r.latency_s for r in ok], q))
     slow = [r for r in ok if r.latency_s > cut]
-    out: dict[str, dict[str, float]] = {}
+    shares: dict[str, tuple[float, float]] = {}
     for kind in [*sorted({b.kind for b in busy}), "any"]:
-        spans = [b for b in busy if kind in ("any", b.kind)]
+        union = _union([b for b in busy if kind in ("any", b.kind)])
 
-        def during(r: Request, spans: list[Busy] = spans) -> bool:
-            return any(b.start <= r.t + r.latency_s and r.t <= b.end for b in spans)
+        def share(rs: list[Request], union: tuple[list[float], list[float]] = union) -> float:
+            return round(sum(_meets(union, r.t, r.t + r.latency_s) for r in rs) / len(rs), 3) if rs else float("nan")
 
-        out[kind] = {"all": round(sum(map(during, ok)) / len(ok), 3),
-                     "slow": round(sum(map(during, slow)) / len(slow), 3) if slow else float("nan")}
-    out["cut_ms"] = {"all": round(cut * 1000, 1), "slow": float(len(slow))}
-    return out
+        shares[kind] = (share(ok), share(slow))
+    return SlowOverlap(cut, len(slow), shares)
 
 
 def status_counts(requests: list[Request]) -> Counter[str]:

@@ -329,9 +329,11 @@ def main() -> None:
     values = summarise(series, duration)
     print("statuses: " + ", ".join(f"{k}: {n}" for k, n in sorted(status_counts(series.requests).items())))
     print(f"written: {', '.join(str(p) for p in paths)}")
-    for kind, share in slow_overlap(series.requests, series.busy).items():
-        print(f"searches during {kind}: {share['all']:.3f} of all, {share['slow']:.3f} of the slowest 1 %"
-              if kind != "cut_ms" else f"slowest 1 %: over {share['all']} ms ({share['slow']:.0f} searches)")
+    overlap = slow_overlap(series.requests, series.busy)
+    if overlap is not None:
+        print(f"slowest 1 %: over {overlap.cut_s * 1000:.1f} ms ({overlap.slow} searches)")
+        for kind, (every, slowest) in overlap.shares.items():
+            print(f"searches during {kind}: {every:.3f} of all, {slowest:.3f} of the slowest 1 %")
     print(machine_line())
     print(verdict("rss_growth", values["rss_growth"], 0.05, at_least=False))  # type: ignore[arg-type]
     print(verdict("p99_ratio", values["p99_ratio"], 1.2, at_least=False))  # type: ignore[arg-type]

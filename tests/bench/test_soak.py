@@ -99,13 +99,29 @@ def test_slow_searches_are_lined_up_with_the_background_work_they_overlap() -> N
     busy = [Busy("ingest", t, t + 20) for t in range(100, 3600, 200)]  # 10 % of the time
     busy += [Busy("evaluation", t, t + 60) for t in range(0, 3600, 300)]  # 20 % of the time
     slowed = _requests(3600, lambda t: 0.5 if any(b.start <= t <= b.end for b in busy[:18]) else 0.05)
-    shares = slow_overlap(slowed, busy)
-    assert abs(shares["ingest"]["all"] - 0.1) < 0.02 and shares["ingest"]["slow"] == 1.0
-    assert abs(shares["evaluation"]["all"] - 0.2) < 0.03 and shares["evaluation"]["slow"] < 0.5
-    assert shares["any"]["slow"] == 1.0 and shares["cut_ms"]["slow"] == 72  # 1 % of 7,200 searches
+    found = slow_overlap(slowed, busy)
+    assert found is not None and found.slow == 72 and found.cut_s > 0.05  # 1 % of 7,200 searches
+    shares = found.shares
+    assert abs(shares["ingest"][0] - 0.1) < 0.02 and shares["ingest"][1] == 1.0
+    assert abs(shares["evaluation"][0] - 0.2) < 0.03 and shares["evaluation"][1] < 0.5
+    assert shares["any"][1] == 1.0
     even = slow_overlap(_requests(3600, lambda t: 0.05), busy)  # the tail is noise: no kind stands out
-    assert abs(even["ingest"]["slow"] - even["ingest"]["all"]) < 0.15
-    assert slow_overlap([Request(1.0, "answer", 200, 0.1)], busy) == {}
+    assert even is not None and abs(even.shares["ingest"][1] - even.shares["ingest"][0]) < 0.15
+    assert slow_overlap([Request(1.0, "answer", 200, 0.1)], busy) is None
+
+
+def test_overlap_with_a_union_of_spans_equals_the_plain_check() -> None:
+    import random
+
+    from bench._soak_series import _meets, _union
+
+    rng = random.Random(0)
+    spans = [Busy("x", a, a + rng.uniform(0, 30)) for a in (rng.uniform(0, 1000) for _ in range(60))]
+    union = _union(spans)
+    for _ in range(2000):
+        a = rng.uniform(-50, 1050)
+        b = a + rng.uniform(0, 5)
+        assert _meets(union, a, b) == any(s.start <= b and a <= s.end for s in spans), (a, b)
 
 
 def test_statuses_and_the_result_line() -> None:
