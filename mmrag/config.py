@@ -78,7 +78,9 @@ class IngestConfig(BaseModel):
     figure_ocr: bool = False
     """Also OCR the pictures of pages that have a text layer (charts, screenshots, slides placed as images):
     each image covering ``figure_ocr_min_area`` of the page with almost none of the layer's words in it is read
-    by Tesseract and its words join the page's (mmrag/ingest/figure_text.py). Needs ``ocr``."""
+    by Tesseract and its words join the page's (mmrag/ingest/figure_text.py). Needs ``ocr``. Off by default: on
+    mmlongbench-dev it cost 6 % more ingest time and the learned ranker lost on figure questions with it
+    (docs/ingest.md, "Words inside pictures")."""
     figure_ocr_min_area: float = Field(0.05, ge=0.0, le=1.0)
     """Least share of the page an image must cover to be read by ``figure_ocr``."""
     figure_ocr_max_regions: int = Field(4, ge=0, le=64)
