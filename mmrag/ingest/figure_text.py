@@ -90,7 +90,7 @@ def figure_words(page: pymupdf.Page, words: list[Word], *, min_area: float, max_
                  max_pixels: int, languages: str, timings: dict[str, float]) -> list[Word]:
     """The words of the page's pictures that its text layer (``words``) lacks, in region order (largest
     first) and Tesseract's reading order within each; ``timings["figure_ocr"]`` gets the seconds when any
-    region was read. None for a page displayed rotated."""
+    region was read. No words for a page displayed rotated."""
     if page.rotation % 360 or max_regions <= 0:
         return []
     regions = choose_regions(image_boxes(page), words, min_area, max_regions)
