@@ -24,7 +24,7 @@ def scanned_page() -> bytes:
 def test_pages_ocred_whole_are_left_out_and_the_pictures_counted(tmp_path, monkeypatch, capsys) -> None:
     (tmp_path / "chart.pdf").write_bytes(pdf_with_chart())
     (tmp_path / "scan.pdf").write_bytes(scanned_page())
-    assert figure_ocr.layer_pages(scanned_page(), IngestConfig()) == []
+    assert figure_ocr.layer_pages(scanned_page(), IngestConfig()) == ([], 1)
     monkeypatch.setattr(sys, "argv", ["figure_ocr", "--pdfs", str(tmp_path), "--rounds", "2", "--ingest-s", "100"])
     figure_ocr.main()
     result = capsys.readouterr().out.strip().splitlines()[-1]
