@@ -276,7 +276,8 @@ def main() -> None:
                     help="tag family the folds follow (company, kind); a question without one: its document")
     ap.add_argument("--features", default="base", choices=sorted(FEATURE_SETS),
                     help="feature set of the rankers (base: the shipped model's; references: with what the question "
-                         "names by number, mmrag.retrieve.references)")
+                         "names by number, mmrag.retrieve.references; context: with the page's coverage of the "
+                         "question and its neighbours' scores)")
     ap.add_argument("--reference-questions", action="store_true",
                     help="also train on questions naming a page, figure or table by number, written from the training "
                          "suites' own documents (mmrag.evaluate.reference_questions; scored: never)")

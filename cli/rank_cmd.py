@@ -35,9 +35,11 @@ def train_command(
                                                     "yours and make the model that corpus's own ranker when it "
                                                     "wins on the folds it was not trained on.")] = None,
     force: Annotated[bool, typer.Option(help="With --corpus: install the model even where it does not win.")] = False,
-    features: Annotated[str, typer.Option(help="Feature set the model reads: base (the shipped model's) or "
+    features: Annotated[str, typer.Option(help="Feature set the model reads: base (the shipped model's), "
                                                "references (also the page, slide, figure and table numbers a "
-                                               "question names; docs/retrieval.md).")] = "base",
+                                               "question names) or context (also how much of the question the "
+                                               "whole page holds and what its neighbouring pages score; "
+                                               "docs/retrieval.md).")] = "base",
 ) -> None:
     """Train a ranker on SUITES; print leave-one-fold-out page nDCG@5 before (today's order) and after."""
     from mmrag.evaluate.rank_data import collect_suite, cross_validate, stack, suite_questions

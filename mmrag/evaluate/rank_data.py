@@ -110,7 +110,7 @@ def collect_questions(retriever: Retriever, corpus: str, questions: Sequence[Jud
         space_map, names, qin, fit, node = retriever.prepare(corpus, request)
         baseline = [f"{Path(h.payload['filename']).name}#{h.payload['page']}"  # on a copy: both set its limit
                     for h in retriever.prior_ranked(corpus, names, qin, replace(node), request)[0]]
-        candidates = retriever.candidates(corpus, space_map, names, qin, fit, node, request, references=True)
+        candidates = retriever.candidates(corpus, space_map, names, qin, fit, node, request, extended=True)
         for doc in {c.document_id for c in candidates} - files.keys():
             files[doc] = Path(retriever.catalog.documents.get(corpus, doc).filename).name
         keys = [f"{files[c.document_id]}#{c.page}" for c in candidates]

@@ -99,7 +99,8 @@ def check_folds(questions: Sequence[Folded]) -> None:
 
 
 def feature_set(name: str) -> tuple[str, ...]:
-    """The features of a named set (``base``: the shipped model's; ``references``: also the question's page,
+    """The features of a named set (``base``: the shipped model's; ``context``: also the page's coverage
+    of the question and its neighbouring pages' scores; ``references``: also the question's page,
     slide, figure and table numbers); InvalidInput for another name."""
     if name not in FEATURE_SETS:
         raise InvalidInput(f"feature set {name!r}: one of {', '.join(sorted(FEATURE_SETS))}")

@@ -40,20 +40,20 @@ class PageTraitsCache:
         self._traits: OrderedDict[tuple[str, str], PageTraits] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, corpus: str, page_ids: Sequence[str], references: bool = False) -> dict[str, PageTraits]:
-        """page id -> traits of each of ``page_ids`` (a page the catalog lacks: those of no text); ``references``:
-        with its labels and captions (a page kept without them is read again)."""
+    def get(self, corpus: str, page_ids: Sequence[str], extended: bool = False) -> dict[str, PageTraits]:
+        """page id -> traits of each of ``page_ids`` (a page the catalog lacks: those of no text); ``extended``:
+        with its labels, captions and terms (a page kept without them is read again)."""
         out: dict[str, PageTraits] = {}
         with self._lock:
             for pid in page_ids:
                 found = self._traits.get((corpus, pid))
-                if found is not None and (found.refs is not None or not references):
+                if found is not None and (found.extended or not extended):
                     self._traits.move_to_end((corpus, pid))
                     out[pid] = found
         missing = [pid for pid in page_ids if pid not in out]
         if missing:
             stored = self.catalog.pages.texts_and_sections(corpus, missing)
-            new = {pid: page_traits(*stored.get(pid, ("", [])), references=references) for pid in missing}
+            new = {pid: page_traits(*stored.get(pid, ("", [])), extended=extended) for pid in missing}
             out.update(new)
             with self._lock:
                 for pid, traits in new.items():
@@ -89,11 +89,11 @@ def _within(flt: FilterSpec | None, page_ids: list[str]) -> FilterSpec:
 def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCache, corpus: str,
                       spaces: Mapping[str, Space], names: Sequence[str], query: QueryInput, flt: FilterSpec | None,
                       first: Sequence[Hit], fit: Mapping[str, float], depth: CandidateDepth,
-                      references: bool = False) -> list[CandidatePage]:
+                      extended: bool = False) -> list[CandidatePage]:
     """The candidates of a search (first-stage order, then the added pages by document and number).
     ``first``: the fused first stage's hits, best first, :func:`located`; ``fit``: document id -> fit (the
     document stage's prior); ``flt``: the request's filter, which every added page must meet too (a
-    candidate is a page some scoring query returns); ``references``: their traits with labels and captions."""
+    candidate is a page some scoring query returns); ``extended``: their traits with labels, captions and terms."""
     first = list(first[:depth.first_stage])
     docs = document_order(first)
     place: dict[str, tuple[str, int]] = {h.payload["page_id"]: (h.payload["document_id"], int(h.payload["page"]))
@@ -120,7 +120,7 @@ def gather_candidates(store: VectorStore, catalog: Catalog, traits: PageTraitsCa
             else:
                 scores[pid][name] = hit.score
     found = [pid for pid in page_ids if pid in returned]
-    page = traits.get(corpus, found, references)
+    page = traits.get(corpus, found, extended)
     all_docs = list(dict.fromkeys(place[pid][0] for pid in found))
     counts = catalog.documents.page_counts(corpus, all_docs)
     doc_rank = {d: i for i, d in enumerate(docs)}

@@ -14,7 +14,11 @@ those, with nothing about any one corpus:
   query's terms, whether it is a primary financial statement and which, whether it is a note,
   its position in the document, the document's length, the page's length;
 - the query: whether it asks for an amount, names a statement (or a line item that lives on one),
-  names a note, and how many terms it has; crossed with the page where they meet.
+  names a note, and how many terms it has; crossed with the page where they meet;
+- (the ``context`` set, :data:`CONTEXT_FEATURES`) how much of the question the page holds anywhere (its
+  distinct terms, each weighted by its rarity among the candidates) and what its neighbouring pages score
+  (the page before and after it in its document, where they are candidates: a figure or table often stands a
+  page away from the prose that names it).
 
 Statement titles and line items are the vocabulary of financial reporting in general (US GAAP and
 IFRS titles, the common line items), not of any corpus's documents.
@@ -95,8 +99,11 @@ REFERENCE_FEATURES: tuple[str, ...] = (
     "ref_asked", "ref_page", "ref_label", "ref_caption", "ref_mention", "visual_asked", "has_caption", "caption",
 )
 """What the question names by number against the page (:mod:`mmrag.retrieve.references`)."""
-ALL_FEATURES: tuple[str, ...] = FEATURES + REFERENCE_FEATURES
-FEATURE_SETS: dict[str, tuple[str, ...]] = {"base": FEATURES, "references": ALL_FEATURES}
+CONTEXT_FEATURES: tuple[str, ...] = ("coverage", "coverage_gap", "near_fused", "near_bm25", "near_dense_gap")
+"""How much of the question the whole page holds, and what its neighbouring pages score (:func:`context_rows`)."""
+ALL_FEATURES: tuple[str, ...] = FEATURES + REFERENCE_FEATURES + CONTEXT_FEATURES
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"base": FEATURES, "references": FEATURES + REFERENCE_FEATURES,
+                                            "context": FEATURES + CONTEXT_FEATURES}
 """The feature sets a ranker is trained on by name (``bench.rank_folds --features``, ``mmrag rank train
 --features``); the shipped model and a corpus's own ranker trained over REST use ``base``."""
 
@@ -114,14 +121,23 @@ class PageTraits:
     section_terms: frozenset[int]  # BM25 terms of its section path
     refs: PageReferences | None = None  # its printed labels, captions and mentions by number (None: not read)
     caption_terms: frozenset[int] = frozenset()  # BM25 terms of its caption text
+    terms: bytes = b""  # every BM25 term of its text, sorted uint32 (read with ``extended``; 4 bytes a term)
+
+    @property
+    def extended(self) -> bool:
+        return self.refs is not None
+
+    def term_ids(self) -> np.ndarray:
+        return np.frombuffer(self.terms, dtype=np.uint32)
 
 
-def page_traits(text: str, section: Sequence[str] = (), references: bool = False) -> PageTraits:
-    """``references``: also read its labels and captions (what :data:`REFERENCE_FEATURES` need; a model of the
-    base features does not pay for them)."""
+def page_traits(text: str, section: Sequence[str] = (), extended: bool = False) -> PageTraits:
+    """``extended``: also read its labels and captions and keep its whole term set (what
+    :data:`REFERENCE_FEATURES` and :data:`CONTEXT_FEATURES` need; a model of the base features does not pay
+    for them)."""
     words = text.split()
     head = " ".join(words[:HEAD_WORDS])
-    refs = page_references(text) if references else None
+    refs = page_references(text) if extended else None
     return PageTraits(
         figures=figure_share(words),
         kinds=statement_kinds(" ".join(words[:STATEMENT_HEAD_WORDS])),
@@ -131,6 +147,7 @@ def page_traits(text: str, section: Sequence[str] = (), references: bool = False
         section_terms=frozenset(bm25_term_counts(" ".join(section))),
         refs=refs,
         caption_terms=frozenset(bm25_term_counts(refs.caption_text)) if refs is not None else frozenset(),
+        terms=np.unique(np.fromiter(bm25_term_counts(text), dtype=np.uint32)).tobytes() if extended else b"",
     )
 
 
@@ -208,7 +225,9 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
     """(len(candidates), len(names)) float32: one row per candidate, columns ``names`` (of :data:`ALL_FEATURES`)."""
     columns = feature_columns(names)
     traits = query_traits(query)
-    refs = query_references(query) if max(columns, default=0) >= len(FEATURES) else None
+    base, references = len(FEATURES), len(FEATURES) + len(REFERENCE_FEATURES)
+    refs = query_references(query) if any(base <= c < references for c in columns) else None
+    context = any(c >= references for c in columns)
     n = len(candidates)
     absent = 2 * max(n, 1)
     space_ranks = {s: _ranks({c.page_id: c.scores[s] for c in candidates if s in c.scores})
@@ -216,12 +235,12 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
     best_dense = max((c.scores.get("text", 0.0) for c in candidates), default=0.0)
     best_bm25 = max((c.scores.get("bm25", 0.0) for c in candidates), default=0.0)
     best_fused = max((c.fused for c in candidates), default=0.0)
-    rows = np.zeros((n, len(ALL_FEATURES) if refs is not None else len(FEATURES)), dtype=np.float32)
+    rows = np.zeros((n, len(ALL_FEATURES)), dtype=np.float32)
     for i, c in enumerate(candidates):
         page = c.traits
         kinds = page.kinds
         dense = c.scores.get("text")
-        rows[i, :len(FEATURES)] = (
+        rows[i, :base] = (
             c.fused / best_fused if best_fused > 0 else 0.0,
             _log_rank(c.fused_rank, absent),
             dense if dense is not None else 0.0,
@@ -249,14 +268,61 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
             math.log2(1 + len(traits.terms)),
         )
         if refs is not None:
-            rows[i, len(FEATURES):] = reference_row(refs, traits.terms, c)
-    return rows if columns == list(range(rows.shape[1])) else rows[:, columns]
+            rows[i, base:references] = reference_row(refs, traits.terms, c)
+    if context and n:
+        rows[:, references:] = context_rows(traits.terms, candidates, rows[:, FEATURES.index("fused")],
+                                            rows[:, FEATURES.index("bm25")], rows[:, FEATURES.index("dense_gap")])
+    return rows[:, columns]
+
+
+def term_presence(terms: Mapping[int, int], candidates: Sequence[CandidatePage]) -> np.ndarray:
+    """(candidates, distinct query terms) bool: whether each page's text holds each term anywhere."""
+    query = np.fromiter(sorted(terms), dtype=np.uint32, count=len(terms))
+    out = np.zeros((len(candidates), len(query)), dtype=bool)
+    for i, c in enumerate(candidates):
+        if not c.traits.extended:
+            raise ValueError(f"page {c.page_id}: its traits were read without its terms (page_traits(extended=True))")
+        page = c.traits.term_ids()
+        if len(page) and len(query):
+            at = np.minimum(np.searchsorted(page, query), len(page) - 1)
+            out[i] = page[at] == query
+    return out
+
+
+def coverage(present: np.ndarray) -> np.ndarray:
+    """(candidates,): the share of the query's terms each page holds, each term weighted by its rarity among
+    the candidates (BM25's idf with the candidates as the collection; terms no candidate holds left out)."""
+    n = present.shape[0]
+    df = present.sum(axis=0)
+    idf = np.where(df > 0, np.log1p((n - df + 0.5) / (df + 0.5)), 0.0)
+    total = idf.sum()
+    return (present @ idf) / total if total > 0 else np.zeros(n)
+
+
+def context_rows(terms: Mapping[int, int], candidates: Sequence[CandidatePage], fused: np.ndarray,
+                 bm25: np.ndarray, dense_gap: np.ndarray) -> np.ndarray:
+    """(candidates, len(CONTEXT_FEATURES)): the page's coverage of the query and its gap to the best; the best
+    fused and BM25 scores (relative to the best candidate) and the least dense gap of the page before and after it
+    in its document (0, 0 and 1 where neither is a candidate)."""
+    cover = coverage(term_presence(terms, candidates))
+    where = {(c.document_id, c.page): i for i, c in enumerate(candidates)}
+    out = np.zeros((len(candidates), len(CONTEXT_FEATURES)), dtype=np.float32)
+    out[:, 0] = cover
+    out[:, 1] = cover.max() - cover
+    out[:, 4] = 1.0
+    for i, c in enumerate(candidates):
+        near = [j for d in (-1, 1) if (j := where.get((c.document_id, c.page + d))) is not None]
+        if near:
+            out[i, 2] = fused[near].max()
+            out[i, 3] = bm25[near].max()
+            out[i, 4] = dense_gap[near].min()
+    return out
 
 
 def reference_row(refs: QueryReferences, terms: Mapping[int, int], c: CandidatePage) -> tuple[float, ...]:
     """The :data:`REFERENCE_FEATURES` of one candidate (its traits read with ``references``)."""
     page = c.traits.refs
     if page is None:
-        raise ValueError(f"page {c.page_id}: its traits were read without references (page_traits(references=True))")
+        raise ValueError(f"page {c.page_id}: its traits were read without references (page_traits(extended=True))")
     return (float(refs.any), *reference_matches(refs, page, c.page), float(refs.visual),
             float(bool(page.figure_captions or page.table_captions)), term_share(terms, c.traits.caption_terms))

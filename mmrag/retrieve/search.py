@@ -26,7 +26,7 @@ from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
 from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, query_past_ties, rank_key, rank_table
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, document_space, request_filter, usable
-from mmrag.retrieve.rank_features import REFERENCE_FEATURES, CandidatePage, feature_matrix
+from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
 from mmrag.retrieve.ranker import SHIPPED, PageRanker, load_ranker
 from mmrag.retrieve.request_checks import check_image_query, checked_spaces
 from mmrag.retrieve.sentences import query_sentences
@@ -134,7 +134,7 @@ class Retriever:
         if ranker is not None:
             features = ranker.features
             candidates = self.candidates(corpus, spaces, names, query, fit, node, request,
-                                         references=any(f in REFERENCE_FEATURES for f in features))
+                                         extended=any(f not in FEATURES for f in features))
             rows = feature_matrix(query.text, candidates, features)
             scores = [float(s) for s in ranker.score(rows)]
             best = sorted(range(len(candidates)), key=lambda i: rank_key(scores[i], candidates[i].page_id))
@@ -209,17 +209,17 @@ class Retriever:
                               "version") from exc
 
     def candidates(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
-                   fit: Mapping[str, float], node: QueryNode, request: SearchRequest, references: bool = False
+                   fit: Mapping[str, float], node: QueryNode, request: SearchRequest, extended: bool = False
                    ) -> list[CandidatePage]:
-        """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`); ``references``: their
-        traits with labels and captions (a model of the reference features)."""
+        """The ranker's candidates of a prepared search (:mod:`mmrag.retrieve.candidates`); ``extended``: their
+        traits with labels, captions and terms (a model of the reference or context features)."""
         r = self.config.ranking
         depth = CandidateDepth(max(request.top_k, r.rank_depth), r.rank_documents, r.rank_document_pages)
         first = order_hits(located(self.catalog, corpus, query_past_ties(self.store, corpus, node,
                                                                          depth.first_stage, payload=[])),
                            depth.first_stage)
         return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
-                                 request_filter(request), first, fit, depth, references)
+                                 request_filter(request), first, fit, depth, extended)
 
     def finish_hits(self, corpus: str, spaces: Mapping[str, Space], names: list[str], query: QueryInput,
                     hits: list[Hit]) -> list[Hit]:

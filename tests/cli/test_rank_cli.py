@@ -54,4 +54,4 @@ def test_a_corpus_trains_and_installs_its_own_ranker_from_its_users_suite(tmp_pa
     assert {"ref_page", "ref_caption"} <= set(load_ranker(references).features)
     unknown = CliRunner().invoke(app, ["rank", "train", str(suite), "--data-dir", str(data_dir),
                                        "--features", "colour"], env=env)
-    assert unknown.exit_code == 2 and "one of base, references" in unknown.output
+    assert unknown.exit_code == 2 and "one of base, context, references" in unknown.output

@@ -8,14 +8,18 @@ import pytest
 from mmrag.errors import InvalidInput
 from mmrag.retrieve.rank_features import (
     ALL_FEATURES,
+    CONTEXT_FEATURES,
+    FEATURE_SETS,
     FEATURES,
     REFERENCE_FEATURES,
     CandidatePage,
+    coverage,
     feature_matrix,
     page_traits,
     query_traits,
     statement_kinds,
 )
+from mmrag.spaces.bm25 import bm25_term_counts
 
 CASH_FLOWS = ("Table of Contents 3M Company and Subsidiaries Consolidated Statement of Cash Flows Years ended "
               "December 31 (Millions) 2018 2017 2016 Net income including noncontrolling interest 5,363 4,869 "
@@ -29,7 +33,7 @@ CONTENTS = ("Index to Financial Statements Consolidated Statement of Income Cons
 
 def page(pid: str, words: str, rank: int | None, number: int, **scores: float) -> CandidatePage:
     return CandidatePage(page_id=pid, document_id="d", page=number, fused_rank=rank, fused=1.0 / (1 + (rank or 9)),
-                         scores=dict(scores), doc_pages=100, traits=page_traits(words, references=True))
+                         scores=dict(scores), doc_pages=100, traits=page_traits(words, extended=True))
 
 
 def column(rows: np.ndarray, name: str) -> list[float]:
@@ -106,3 +110,56 @@ def test_a_model_gets_the_columns_it_names_in_its_order() -> None:
     assert unread[0].traits.refs is None and feature_matrix("Figure 1", unread).shape == (1, len(FEATURES))
     with pytest.raises(ValueError, match="without references"):
         feature_matrix("Figure 1", unread, ALL_FEATURES)
+
+
+def context(rows: np.ndarray, name: str) -> list[float]:
+    return [round(float(v), 6) for v in rows[:, FEATURE_SETS["context"].index(name)]]
+
+
+def test_coverage_weights_each_question_term_by_its_rarity_among_the_candidates() -> None:
+    present = np.array([[True, True, False], [True, False, False], [True, False, True], [True, False, False]])
+    got = coverage(present)
+    n, df = 4, np.array([4, 1, 1])
+    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))  # BM25's idf, the candidates the collection
+    assert np.allclose(got, (present @ idf) / idf.sum())
+    assert got[0] == got[2] > got[1] == got[3] > 0  # the term every page holds still counts, a little
+    assert np.array_equal(coverage(np.zeros((2, 0), dtype=bool)), np.zeros(2))  # a question of stop words
+    assert np.array_equal(coverage(np.zeros((2, 3), dtype=bool)), np.zeros(2))  # no page holds any term
+
+
+def test_the_whole_page_is_read_for_the_question_terms_not_only_its_head() -> None:
+    filler = " ".join(["lorem"] * 60)
+    words = f"Annual review {filler} staff turnover fell in Norway"
+    tail = page("tail", words, 0, 4, text=0.4, bm25=3.0)
+    head = page("head", f"Staff turnover {filler}", 1, 9, text=0.5, bm25=2.0)
+    other = page("other", f"Cash and equivalents {filler}", 2, 12, text=0.3)
+    query = "How did staff turnover change in Norway?"
+    rows = feature_matrix(query, [tail, head, other], FEATURE_SETS["context"])
+    assert rows.shape == (3, len(FEATURE_SETS["context"]))
+    cover = context(rows, "coverage")
+    assert cover[0] == 1.0 and 0 < cover[1] < 1.0 and cover[2] == 0.0
+    assert context(rows, "coverage_gap") == [0.0, round(1.0 - cover[1], 6), 1.0]
+    assert column(rows, "title")[0] == 0.0  # its head holds none of them: only the whole page tells
+    assert tail.traits.term_ids().tolist() == sorted(bm25_term_counts(words))
+
+
+def test_a_page_reads_its_neighbours_scores_in_its_own_document_only() -> None:
+    def at(pid: str, doc: str, number: int, fused: float, **scores: float) -> CandidatePage:
+        return CandidatePage(page_id=pid, document_id=doc, page=number, fused_rank=0, fused=fused,
+                             scores=dict(scores), doc_pages=20, traits=page_traits(pid, extended=True))
+
+    candidates = [at("text", "a", 5, 1.0, text=0.8, bm25=10.0), at("figure", "a", 6, 0.2, text=0.3),
+                  at("far", "a", 9, 0.5, text=0.5, bm25=5.0), at("other", "b", 4, 0.9, text=0.7, bm25=4.0)]
+    rows = feature_matrix("q", candidates, CONTEXT_FEATURES)
+    col = {name: [round(float(v), 6) for v in rows[:, i]] for i, name in enumerate(CONTEXT_FEATURES)}
+    assert col["near_fused"] == [0.2, 1.0, 0.0, 0.0]  # relative to the best candidate's
+    assert col["near_bm25"] == [0.0, 1.0, 0.0, 0.0]
+    assert col["near_dense_gap"] == [0.5, 0.0, 1.0, 1.0]  # page 4 of document b is not page 4 of a
+
+
+def test_the_context_features_need_the_pages_terms() -> None:
+    unread = [CandidatePage("b", "d", 1, 0, traits=page_traits("Staff turnover"))]
+    assert unread[0].traits.terms == b"" and not unread[0].traits.extended
+    with pytest.raises(ValueError, match="without its terms"):
+        feature_matrix("staff turnover", unread, FEATURE_SETS["context"])
+    assert FEATURE_SETS["context"][:len(FEATURES)] == FEATURES and set(CONTEXT_FEATURES) <= set(ALL_FEATURES)

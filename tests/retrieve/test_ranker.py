@@ -59,7 +59,7 @@ def test_a_model_of_other_features_or_no_model_is_refused_by_name(tmp_path: Path
 
 
 def test_rows_of_other_columns_than_the_features_are_refused() -> None:
-    with pytest.raises(InvalidInput, match="columns for 33 features"):
+    with pytest.raises(InvalidInput, match=f"columns for {len(ALL_FEATURES)} features"):
         train_ranker(np.zeros((4, len(FEATURES)), dtype=np.float32), np.zeros(4), [4], features=ALL_FEATURES)
 
 
