@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from mmrag.catalog.corpora import CorpusTable
@@ -48,12 +49,12 @@ class DocumentTable:
                  json.dumps(doc.metadata), now))
         return self.get(corpus, doc.id)
 
-    def signature(self, corpus: str) -> tuple[int, str]:
-        """(count, newest creation time and metadata size) of ``corpus``'s documents: changes when documents
-        are added, deleted or their facts rewritten (``mmrag reindex-documents``)."""
+    def signature(self, corpus: str) -> tuple[int, str, int]:
+        """(count, newest creation time, facts revision) of ``corpus``'s documents: changes when documents are
+        added or deleted (count, newest) or their facts rewritten (revision: ``mmrag reindex-documents``)."""
         rows = self._db.rows("SELECT count(*), coalesce(max(created_at), ''), (SELECT coalesce(max(revision), 0) "
                              "FROM facts_revisions WHERE corpus = ?) FROM documents WHERE corpus = ?", corpus, corpus)
-        return int(rows[0][0]), f"{rows[0][1]}|{rows[0][2]}"
+        return int(rows[0][0]), str(rows[0][1]), int(rows[0][2])
 
     def set_metadata(self, corpus: str, doc_id: str, metadata: dict[str, Any]) -> None:
         """Replace a document's metadata (its re-derived facts, :mod:`mmrag.jobs.doc_reindex`)."""
@@ -63,12 +64,23 @@ class DocumentTable:
             db.execute("INSERT INTO facts_revisions VALUES (?, 1) ON CONFLICT (corpus) "
                        "DO UPDATE SET revision = revision + 1", (corpus,))
 
-    def facts(self, corpus: str) -> list[StoredFacts]:
-        """The facts of every document of ``corpus`` (``metadata.doc``, set at ingestion)."""
+    def facts(self, corpus: str, doc_ids: Sequence[str] | None = None) -> list[StoredFacts]:
+        """The facts of every document of ``corpus`` (``metadata.doc``, set at ingestion), or of those of
+        ``doc_ids``; oldest first (as :meth:`ids`)."""
+        where, args = "", []
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            where, args = f" AND id IN ({','.join('?' * len(doc_ids))})", list(doc_ids)
         rows = self._db.rows("SELECT id, filename, json_extract(metadata, '$.doc'), page_count FROM documents "
-                             "WHERE corpus = ?", corpus)
+                             f"WHERE corpus = ?{where} ORDER BY created_at, id", corpus, *args)
         return [StoredFacts(id_, name, DocumentFacts.from_dict(json.loads(facts) if facts else None), pages)
                 for id_, name, facts, pages in rows]
+
+    def ids(self, corpus: str) -> list[str]:
+        """The ids of ``corpus``'s documents, oldest first (the order of :meth:`facts`)."""
+        return [r[0] for r in self._db.rows("SELECT id FROM documents WHERE corpus = ? ORDER BY created_at, id",
+                                            corpus)]
 
     def page_counts(self, corpus: str, doc_ids: list[str]) -> dict[str, int]:
         """document id -> its number of pages, for those of ``doc_ids`` in ``corpus``."""

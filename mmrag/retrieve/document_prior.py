@@ -14,11 +14,12 @@ boilerplate, not identity.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 from mmrag.catalog import Catalog
 from mmrag.doc_facts import DocumentFacts, StoredFacts
@@ -46,9 +47,11 @@ def wants_recency(text: str) -> bool:
     return bool(RECENCY.search(text))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def entity_core(name: str) -> str:
     """An organisation's name as people write it in a question: no "The", no legal form, no ``.com``,
-    no possessive (``AMAZON.COM, INC`` -> ``amazon``, ``McDONALD'S CORPORATION`` -> ``mcdonald``)."""
+    no possessive (``AMAZON.COM, INC`` -> ``amazon``, ``McDONALD'S CORPORATION`` -> ``mcdonald``). Kept for
+    the names seen last (a corpus's documents are read again whenever one is added)."""
     core = _LEGAL.sub("", name.lower().strip(" .,"))
     core = re.sub(r"^the\s+", "", core)
     core = re.sub(r"\.(?:com|net|org|io)\b", "", core)
@@ -159,9 +162,15 @@ class CorpusDocuments:
     _patterns: tuple[AliasPattern, ...] = field(init=False, repr=False, compare=False)  # the aliases, compiled
     _points: dict[int, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _holders: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False, compare=False)
+    compiled: InitVar[Mapping[Alias, AliasPattern] | None] = None  # patterns of an earlier state, reused
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_patterns", tuple(AliasPattern.of(a) for a in self.aliases))  # once per corpus
+    def __post_init__(self, compiled: Mapping[Alias, AliasPattern] | None) -> None:
+        known = compiled or {}
+        object.__setattr__(self, "_patterns", tuple(known.get(a) or AliasPattern.of(a) for a in self.aliases))
+
+    def patterns(self) -> dict[Alias, AliasPattern]:
+        """Each alias's compiled pattern (what :meth:`of` reuses when the corpus's documents change)."""
+        return {p.alias: p for p in self._patterns}
 
     def holders(self) -> dict[str, dict[str, set[str]]]:
         """Who holds what, computed once: ``main`` core, ``form``, ``period`` label (a reporting period or a
@@ -204,7 +213,10 @@ class CorpusDocuments:
         return known
 
     @classmethod
-    def of(cls, documents: Iterable[StoredFacts]) -> CorpusDocuments:
+    def of(cls, documents: Iterable[StoredFacts], previous: CorpusDocuments | None = None) -> CorpusDocuments:
+        """The corpus's documents; ``previous``: the same corpus before its latest change, whose compiled alias
+        patterns are reused (an upload into a corpus of thousands of documents compiles its own aliases only:
+        compiling every alias was ~1.4 s at 4,823 documents)."""
         docs = list(documents)
         seen: Counter[str] = Counter()
         first: Counter[str] = Counter()
@@ -232,7 +244,7 @@ class CorpusDocuments:
         latest = latest_of_series(docs, main)
         forms = tuple(sorted({d.facts.form for d in docs if d.facts.form}))
         return cls({d.document_id: d.facts for d in docs}, main, kept, tuple(latest), forms,
-                   {d.document_id: d.pages for d in docs})
+                   {d.document_id: d.pages for d in docs}, compiled=previous.patterns() if previous else None)
 
     def named_cores(self, text: str) -> tuple[str, ...]:
         """The organisations (cores) the query names, by any alias. The aliases' patterns are compiled once
@@ -296,11 +308,17 @@ def period_fit(facts: DocumentFacts, periods: QueryPeriods) -> float:
 
 
 class DocumentsCache:
-    """:class:`CorpusDocuments` per corpus, rebuilt when the corpus's documents change. Thread-safe."""
+    """:class:`CorpusDocuments` per corpus, rebuilt when the corpus's documents change. Thread-safe.
+
+    A change that adds or deletes documents reads the facts of the new ones only and reuses the compiled alias
+    patterns (:meth:`CorpusDocuments.of`): an upload into a corpus of thousands of documents is searchable
+    without reading and compiling every document again. Rewritten facts (the revision) read everything."""
+
+    FULL_READ = 256  # more new documents than this: one read of the whole corpus's facts
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._cache: dict[str, tuple[tuple[int, str], CorpusDocuments]] = {}
+        self._cache: dict[str, tuple[tuple[int, str, int], CorpusDocuments, dict[str, StoredFacts]]] = {}
         self._lock = threading.Lock()
 
     def get(self, corpus: str) -> CorpusDocuments:
@@ -309,7 +327,20 @@ class DocumentsCache:
             hit = self._cache.get(corpus)
         if hit is not None and hit[0] == signature:
             return hit[1]
-        value = CorpusDocuments.of(self.catalog.documents.facts(corpus))
+        known = hit[2] if hit is not None and hit[0][2] == signature[2] else {}
+        stored = self._facts(corpus, known)
+        value = CorpusDocuments.of(stored, hit[1] if hit is not None else None)
         with self._lock:
-            self._cache[corpus] = (signature, value)
+            self._cache[corpus] = (signature, value, {s.document_id: s for s in stored})
         return value
+
+    def _facts(self, corpus: str, known: Mapping[str, StoredFacts]) -> list[StoredFacts]:
+        """Every document's facts, oldest first: those in ``known`` kept, the others read."""
+        if not known:
+            return self.catalog.documents.facts(corpus)
+        ids = self.catalog.documents.ids(corpus)
+        missing = [i for i in ids if i not in known]
+        if len(missing) > self.FULL_READ:
+            return self.catalog.documents.facts(corpus)
+        read = {s.document_id: s for s in self.catalog.documents.facts(corpus, missing)}
+        return [f for i in ids if (f := known.get(i) or read.get(i)) is not None]  # deleted since: left out

@@ -179,3 +179,33 @@ def test_cache_follows_the_corpus_documents(tmp_path) -> None:
     assert cache.get("c").latest == ("q2",)  # facts rewritten in place (reindex-documents): rebuilt
     catalog.documents.delete("c", "q3")
     assert cache.get("c").latest == ()
+
+
+def test_an_upload_reads_only_its_own_documents_and_keeps_the_compiled_names(tmp_path, monkeypatch) -> None:
+    catalog = Catalog(tmp_path)
+    catalog.corpora.create("c", CorpusConfig(spaces=["bm25"]))
+    cache = DocumentsCache(catalog)
+
+    def add(doc_id: str, entity: str, ticker: str) -> None:
+        facts = DocumentFacts(entities=[entity], form="10-K", tickers=[ticker], periods=["FY2022"], date="2022-12-31")
+        catalog.documents.add("c", Document(id=doc_id, filename=f"{doc_id}.pdf", media_type="application/pdf",
+                                           size_bytes=1, pages=[], metadata={"doc": facts.as_dict()}))
+
+    for i, name in enumerate(["Apple Inc", "Northwind Traders Ltd", "Contoso Pharmaceuticals Corp"]):
+        add(f"d{i}", name, f"T{i}X")
+    before = cache.get("c")
+    read: list[object] = []
+    facts = catalog.documents.facts
+    monkeypatch.setattr(catalog.documents, "facts", lambda corpus, ids=None: read.append(ids) or facts(corpus, ids))
+    add("d3", "Fabrikam Robotics Inc", "FABR")
+    after = cache.get("c")
+    assert read == [["d3"]]  # the new document's facts only
+    assert after == CorpusDocuments.of(facts("c")) and after.main["d3"] == "fabrikam robotics"
+    fit = after.match("What did Fabrikam Robotics earn in FY2022?").fit
+    assert fit["d3"] == 1.0 and max(v for d, v in fit.items() if d != "d3") < 0.1
+    reused = {p.alias: p for p in after._patterns}
+    assert all(reused[a] is p for a, p in before.patterns().items())  # compiled once, not per upload
+    catalog.documents.delete("c", "d0")
+    assert "d0" not in cache.get("c").facts and read[-1] == []  # a deletion reads no facts
+    catalog.documents.set_metadata("c", "d1", {"doc": DocumentFacts(entities=["Tailspin Toys"]).as_dict()})
+    assert cache.get("c").main["d1"] == "tailspin toys" and read[-1] is None  # rewritten facts: all read again
