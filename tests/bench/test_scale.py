@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import scale
+from bench import scale, upload_scale
 from bench._scale_corpus import load_base, originals, perturb
 from bench._scale_measure import ARMS
 from mmrag.config import CorpusConfig
@@ -133,5 +133,18 @@ def test_a_kept_folder_grows_on_and_a_small_one_is_measured_first(measured, tmp_
         names = [d.filename for d in docs]
         assert len(set(names)) == len(names) == grown.documents  # the copies went on: none made twice
         assert pipeline.store.count("c") == grown.pages
+    finally:
+        pipeline.close()
+
+
+def test_upload_scale_times_both_folders_alternated_and_leaves_them_as_they_were(measured, corpus_dir: Path) -> None:
+    args, rows, _ = measured
+    values = upload_scale.run(args.base, args.data_dir, "c", corpus_dir / "pdf" / "normal_4pages.pdf", rounds=2)
+    assert values["pages_small"] < values["pages_large"] == rows[1].pages
+    for name in ("upload_ratio", "small_s", "large_s"):
+        assert values[name].value > 0  # type: ignore[attr-defined]
+    pipeline = build_pipeline(scale.search_settings(args.data_dir), run_jobs=False)
+    try:
+        assert pipeline.store.count("c") == rows[1].pages  # every upload deleted again
     finally:
         pipeline.close()
