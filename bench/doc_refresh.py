@@ -22,7 +22,6 @@ incremental / full, paired by round)::
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -47,7 +46,7 @@ def base_metadata(data_dir: Path, corpus: str) -> list[tuple[str, str, dict[str,
 
 def copy_of(base: list[tuple[str, str, dict[str, object]]], k: int) -> Document:
     doc_id, filename, metadata = base[k % len(base)]
-    meta, name = perturb(json.loads(json.dumps(metadata)), filename, k) if k >= len(base) else (metadata, filename)
+    meta, name = perturb(metadata, filename, k) if k >= len(base) else (metadata, filename)  # perturb copies
     return Document(id=f"{doc_id[:24]}{k:08x}", filename=name, media_type="application/pdf", size_bytes=1, pages=[],
                     metadata=meta)
 

@@ -235,7 +235,8 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
     best_dense = max((c.scores.get("text", 0.0) for c in candidates), default=0.0)
     best_bm25 = max((c.scores.get("bm25", 0.0) for c in candidates), default=0.0)
     best_fused = max((c.fused for c in candidates), default=0.0)
-    rows = np.zeros((n, len(ALL_FEATURES)), dtype=np.float32)
+    width = len(ALL_FEATURES) if context else references if refs is not None else base  # the blocks read
+    rows = np.zeros((n, width), dtype=np.float32)
     for i, c in enumerate(candidates):
         page = c.traits
         kinds = page.kinds
@@ -272,7 +273,7 @@ def feature_matrix(query: str, candidates: Sequence[CandidatePage], names: Seque
     if context and n:
         rows[:, references:] = context_rows(traits.terms, candidates, rows[:, FEATURES.index("fused")],
                                             rows[:, FEATURES.index("bm25")], rows[:, FEATURES.index("dense_gap")])
-    return rows[:, columns]
+    return rows if columns == list(range(width)) else rows[:, columns]
 
 
 def term_presence(terms: Mapping[int, int], candidates: Sequence[CandidatePage]) -> np.ndarray:
