@@ -188,7 +188,7 @@ def upload_and_delete(pipeline: Pipeline, corpus: str, pdf: Path, rounds: int) -
 
 
 def forced_reweight(pipeline: Pipeline, corpus: str) -> float:
-    """Seconds of a BM25 re-weight of every page (``mmrag reweight-bm25``)."""
+    """Seconds of a BM25 re-weight of every page and of the re-indexing it leaves (``mmrag reweight-bm25``)."""
     return bm25_stats.reweight(pipeline.catalog, pipeline.store, corpus).seconds
 
 

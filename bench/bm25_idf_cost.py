@@ -1,6 +1,7 @@
 """What counting BM25's IDF over the live points costs a query (issue 41): the engine's own statistics
 (posting lists, which keep deleted points: qdrant/qdrant#6735) against Qdrant's IDF corpus with a
-match-all filter (``mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS``, what every sparse query sends now).
+match-all filter (``mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS``: what a Qdrant server is sent; the
+embedded engine reopens a shard after a deletion instead, ``mmrag.store.edge``).
 
 One qdrant-edge shard per size of synthetic sparse points (``--terms`` Zipf-distributed terms a page from
 a vocabulary of 50,000, so common terms have long posting lists as in real text), optimised; the same

@@ -1,17 +1,27 @@
 """The embedded engine: qdrant-edge-py (Qdrant's Rust engine in-process), one shard per corpus.
 
 Lifecycle: one process owns ``root`` (engines are single-process); shards open lazily and
-stay open; ``close`` flushes them. ``<root>/<name>.deleted`` marks a shard that has had a deletion or a
-rewrite of a point (a BM25 re-weight, a batch written again after a crash): its BM25 IDF is then counted over
-the live points (:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`).
-A lock per shard serialises writes. Plans are translated by the one translator (``store/qdrant_request.py``,
-plan → Qdrant's request models), then mapped onto the engine's types (``store/edge_request.py``).
+stay open; ``close`` flushes them. A lock per store serialises writes. Plans are translated by the one
+translator (``store/qdrant_request.py``, plan → Qdrant's request models), then mapped onto the engine's types
+(``store/edge_request.py``).
+
+BM25's IDF is the engine's own count (its posting lists). Those keep a deleted or rewritten point until its
+segment is rebuilt: an appendable segment's index is rebuilt when the shard is opened, an optimised one when it
+is vacuumed. So that a ranking never depends on whether the process restarted since a deletion, a shard that has
+had a deletion or a rewrite of a point (a BM25 re-weight, a batch written again after a crash) is reopened before
+its next search (:meth:`EdgeStore.query`): it then counts what a restart would (the live points of its appendable
+segment, an optimised segment's deleted points until its vacuum). Counting over the live points instead
+(:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`, what a Qdrant server is sent) costs every sparse query
+a filter check per posting, which grows with the corpus (~25 ms a search at 250,000 pages); the reopening costs
+the first search after a deletion ~1.3 s at 250,000 pages (docs/retrieval.md, "BM25's statistics").
 """
 
 from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +59,40 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
                          optimizers=qe.EdgeOptimizersConfig(vacuum_min_vector_number=VACUUM_MIN_VECTORS))
 
 
+class ShardGate:
+    """Searches share the shards; reopening one waits for the searches in flight and holds new ones back."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._closing = False
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closing)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closing)
+            self._closing = True
+            self._cond.wait_for(lambda: self._readers == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._closing = False
+                self._cond.notify_all()
+
+
 def _vectors(named: dict[str, VectorValue]) -> dict[str, Any]:
     return {k: er.vector(rq.vector(v)) for k, v in named.items()}
 
@@ -63,22 +107,18 @@ class EdgeStore(VectorStore):
         self.index = index
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, qe.EdgeShard] = {}
-        self._deleted: dict[str, bool] = {}  # name -> the shard has had a deletion (its marker file)
-        self._lock = threading.RLock()
+        self._stale: set[str] = set()  # shards with a deletion or a rewrite since they were opened
+        self._lock = threading.RLock()  # lock order: the gate first, then this
+        self._gate = ShardGate()
+        self.reopened = 0  # shards reopened for their counts (a figure for tests and benchmarks)
 
     def _path(self, name: str) -> Path:
         return self.root / name
 
     def _marker(self, name: str) -> Path:
+        """An older version's mark of a shard that had a deletion (its IDF was counted over the live points);
+        removed where found: the reopening replaced it."""
         return self.root / f"{name}.deleted"
-
-    def live_idf(self, name: str) -> bool:
-        """Whether the shard has had a deletion, so its IDF must be counted over the live points (the engine's
-        own count keeps deleted points until their segment is rebuilt)."""
-        with self._lock:
-            if name not in self._deleted:
-                self._deleted[name] = self._marker(name).exists()
-            return self._deleted[name]
 
     def _shard(self, name: str) -> qe.EdgeShard:
         with self._lock:
@@ -87,6 +127,7 @@ class EdgeStore(VectorStore):
                 if not self._path(name).exists():
                     raise NotFound(f"no vector collection for corpus {name!r}")
                 shard = qe.EdgeShard.load(str(self._path(name)))
+                self._marker(name).unlink(missing_ok=True)
                 self._shards[name] = shard
             return shard
 
@@ -95,7 +136,7 @@ class EdgeStore(VectorStore):
             if self._path(name).exists():
                 return
             self._marker(name).unlink(missing_ok=True)  # of a collection of that name deleted before
-            self._deleted.pop(name, None)
+            self._stale.discard(name)
             shard = qe.EdgeShard.create(str(self._path(name)), edge_config(spec))
             for key in spec.keyword_indexes:
                 shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
@@ -110,7 +151,7 @@ class EdgeStore(VectorStore):
                 shard.close()
             shutil.rmtree(self._path(name), ignore_errors=True)
             self._marker(name).unlink(missing_ok=True)
-            self._deleted.pop(name, None)
+            self._stale.discard(name)
 
     def has_collection(self, name: str) -> bool:
         return name in self._shards or self._path(name).exists()
@@ -122,19 +163,28 @@ class EdgeStore(VectorStore):
                        for p in points]
         with self._lock:
             shard = self._shard(name)
-            if not self.live_idf(name) and shard.retrieve([p.id for p in points], with_payload=False,
+            if name not in self._stale and shard.retrieve([p.id for p in points], with_payload=False,
                                                           with_vector=False):
-                self._mark_rewritten(name)  # a point written again (a batch redone after a crash)
+                self._stale.add(name)  # a point written again (a batch redone after a crash)
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
             shard.flush()
 
-    def _mark_rewritten(self, name: str) -> None:
-        """Count BM25's IDF over the live points from now on: the engine keeps a deleted or rewritten point's
-        old version in its posting lists until the segment is rebuilt, and its own count includes it (a search
-        ranked otherwise before and after a restart). Marked before the write: a crash between leaves the
-        mark, never a stale count."""
-        self._marker(name).touch()
-        self._deleted[name] = True
+    def _reopen_if_stale(self, name: str) -> None:
+        """Reopen a shard written with a deletion or a rewrite since it was opened, so that its BM25 counts are
+        a restart's (the module's docstring): at the end of a deletion and of an optimise (a re-weight's
+        rewrites end with one), else before the next search (a batch written again after a crash). Never under
+        ``_lock`` (lock order: the gate, then the lock)."""
+        if name not in self._stale:
+            return
+        with self._gate.exclusive(), self._lock:
+            shard = self._shards.pop(name, None)
+            if name not in self._stale or shard is None:
+                return
+            shard.flush()
+            shard.close()
+            self._stale.discard(name)
+            self._shard(name)
+            self.reopened += 1
 
     def delete(self, name: str, flt: FilterSpec) -> None:
         f = _filter(flt)
@@ -142,10 +192,10 @@ class EdgeStore(VectorStore):
             raise ValueError("refusing to delete with an empty filter")
         with self._lock:
             shard = self._shard(name)
-            if not self.live_idf(name):
-                self._mark_rewritten(name)
+            self._stale.add(name)
             shard.update(qe.UpdateOperation.delete_points_by_filter(f))
             shard.flush()
+        self._reopen_if_stale(name)  # here, not in the next search (an upload's first search after it)
 
     def update_vectors(self, name: str, vectors: dict[str, dict[str, VectorValue]]) -> None:
         if not vectors:
@@ -154,8 +204,7 @@ class EdgeStore(VectorStore):
                   for pid, named in vectors.items()]
         with self._lock:
             shard = self._shard(name)
-            if not self.live_idf(name):
-                self._mark_rewritten(name)  # a BM25 re-weight: every rewritten point leaves an old version
+            self._stale.add(name)  # a BM25 re-weight: every rewritten point leaves an old version
             shard.update(qe.UpdateOperation.update_vectors(points))
             shard.flush()
 
@@ -170,26 +219,30 @@ class EdgeStore(VectorStore):
 
     def query(self, name: str, node: QueryNode, *, with_vectors: list[str] | None = None,
               payload: list[str] | None = None) -> list[Hit]:
-        shard = self._shard(name)
-        points = int(shard.count(qe.CountRequest(filter=None, exact=False))) \
-            if self.index.full_scan_points else 0  # microseconds: the segments' sizes
-        live = self.live_idf(name)
-        request = qe.QueryRequest(
-            limit=node.limit, query=er.query(rq.query(node), node.using),
-            prefetches=er.prefetches(rq.prefetches(node, self.index, points, live)),
-            filter=_filter(node.filter), with_payload=rq.with_payload(payload),
-            with_vector=with_vectors or False, score_threshold=node.score_threshold,
-            params=er.search_params(rq.search_params(node, self.index, points, live)),
-        )
-        return in_score_order([rq.to_hit(p) for p in shard.query(request)])
+        self._reopen_if_stale(name)
+        with self._gate.reading():
+            shard = self._shard(name)
+            points = int(shard.count(qe.CountRequest(filter=None, exact=False))) \
+                if self.index.full_scan_points else 0  # microseconds: the segments' sizes
+            request = qe.QueryRequest(
+                limit=node.limit, query=er.query(rq.query(node), node.using),
+                prefetches=er.prefetches(rq.prefetches(node, self.index, points, live_idf=False)),
+                filter=_filter(node.filter), with_payload=rq.with_payload(payload),
+                with_vector=with_vectors or False, score_threshold=node.score_threshold,
+                params=er.search_params(rq.search_params(node, self.index, points, live_idf=False)),
+            )
+            found = shard.query(request)
+        return in_score_order([rq.to_hit(p) for p in found])
 
     def count(self, name: str, flt: FilterSpec | None = None) -> int:
-        return int(self._shard(name).count(qe.CountRequest(filter=_filter(flt), exact=True)))
+        with self._gate.reading():
+            return int(self._shard(name).count(qe.CountRequest(filter=_filter(flt), exact=True)))
 
     def scroll(self, name: str, flt: FilterSpec | None = None, limit: int = 10_000,
                with_vectors: list[str] | None = None) -> list[Hit]:
-        records, _ = self._shard(name).scroll(qe.ScrollRequest(limit=limit, filter=_filter(flt), with_payload=True,
-                                                               with_vector=with_vectors or False))
+        with self._gate.reading():
+            records, _ = self._shard(name).scroll(qe.ScrollRequest(limit=limit, filter=_filter(flt), with_payload=True,
+                                                                   with_vector=with_vectors or False))
         return [rq.to_hit(r) for r in records]
 
     def optimize(self, name: str) -> None:
@@ -198,6 +251,7 @@ class EdgeStore(VectorStore):
             shard = self._shard(name)
             shard.optimize()
             shard.flush()
+        self._reopen_if_stale(name)  # after a re-weight's rewrites (which end with this optimise)
 
     def close(self) -> None:
         with self._lock:

@@ -144,6 +144,28 @@ def test_drift_reweights_exactly_to_a_fresh_ingest_and_touches_nothing_else(pipe
     assert missing.exit_code == 2 and "unknown corpus 'nope'" in missing.output
 
 
+
+def test_every_reweight_leaves_the_corpus_optimised(pipe, monkeypatch):
+    """The engine copies a rewritten point out of its indexed segment, so a re-weight that does not optimise
+    leaves the corpus searched by full scans until some later job: a deletion's re-weight and the one on
+    request (as a cancel's and the start's, all through ``bm25_stats.reweight``) optimise after their rewrite."""
+    pipe.corpora.create_corpus("c", CorpusConfig(spaces=SPACES))
+    pipe.ingest.file_bytes("c", words_pdf(4, 3, 50), "short.pdf")
+    long_doc = pipe.ingest.file_bytes("c", words_pdf(6, 3, 600), "long.pdf").document
+    calls: list[str] = []
+    for name in ("update_vectors", "optimize"):
+        real = getattr(pipe.store, name)
+        monkeypatch.setattr(pipe.store, name,
+                            lambda *a, _real=real, _name=name, **k: (calls.append(_name), _real(*a, **k))[1])
+
+    pipe.corpora.delete_document("c", long_doc.id)  # the average moves back: re-weighted inside the deletion
+    assert "update_vectors" in calls and calls[-1] == "optimize", calls
+    calls.clear()
+    done = pipe.corpora.reweight_bm25("c")
+    assert calls[0] == "update_vectors" and calls[-1] == "optimize", calls
+    assert done.pages == 3 and 0 <= done.optimize_seconds <= done.seconds
+
+
 OLD_SCHEMA = """
 CREATE TABLE corpora (name TEXT PRIMARY KEY, config TEXT NOT NULL, created_at REAL NOT NULL);
 CREATE TABLE documents (corpus TEXT NOT NULL, id TEXT NOT NULL, filename TEXT NOT NULL, media_type TEXT NOT NULL,
