@@ -9,9 +9,10 @@ BM25's IDF is the engine's own count (its posting lists). Those keep a deleted o
 segment is rebuilt: an appendable segment's index is rebuilt when the shard is opened, an optimised one when it
 is vacuumed. So that a ranking never depends on whether the process restarted since a deletion, a shard that has
 had a deletion or a rewrite of a point (a BM25 re-weight, a batch written again after a crash) is reopened
-(:meth:`EdgeStore._reopen_if_stale`: at the end of the deletion or of the optimise, else before its next search):
-it then counts what a restart would (the live points of its appendable segment, an optimised segment's deleted
-points until its vacuum). Counting over the live points instead
+(:meth:`EdgeStore._reopen_if_stale`: at the end of the deletion or of the optimise, else before its next search;
+with less than :data:`REOPEN_FREE_BYTES` free on the disk it waits, and the shard's sparse queries count over the
+live points meanwhile): it then counts what a restart would (the live points of its appendable segment, an
+optimised segment's deleted points until its vacuum). Counting over the live points always
 (:data:`mmrag.store.qdrant_request.IDF_OVER_LIVE_POINTS`, what a Qdrant server is sent) costs every sparse query
 a filter check per posting, which grows with the corpus (~25 ms a search at 250,000 pages); the reopening, warming
 included, costs the deletion ~2.8 s at 250,000 pages and ~0.1 s at 5,000, searches waiting meanwhile
@@ -44,6 +45,11 @@ from mmrag.store.base import (
     VectorValue,
     in_score_order,
 )
+
+REOPEN_FREE_BYTES = 256 << 20
+"""The free space a shard's reopening needs on the data folder's disk: the engine maps new files as it opens a
+shard and faults on them when the disk is full (SIGBUS: the process ends; a 1.7 MB shard needed 8-16 MB on
+tmpfs). With less, the shard stays open and counts its IDF over the live points until there is room."""
 
 VACUUM_MIN_VECTORS = 100
 """A segment is rebuilt without its deleted points once they are a fifth of it and it holds at least this many
@@ -94,6 +100,11 @@ class ShardGate:
             with self._cond:
                 self._closing = False
                 self._cond.notify_all()
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes on the disk of ``path``."""
+    return shutil.disk_usage(path).free
 
 
 def _warm(shard: qe.EdgeShard, folder: Path) -> None:
@@ -208,7 +219,7 @@ class EdgeStore(VectorStore):
         a restart's (the module's docstring): at the end of a deletion and of an optimise (a re-weight's
         rewrites end with one), else before the next search (a batch written again after a crash). Never under
         ``_lock`` (lock order: the gate, then the lock)."""
-        if name not in self._stale:
+        if name not in self._stale or free_bytes(self.root) < REOPEN_FREE_BYTES:
             return
         with self._gate.exclusive(), self._lock:
             if name not in self._stale:
@@ -260,12 +271,13 @@ class EdgeStore(VectorStore):
             shard = self._shard(name)
             points = int(shard.count(qe.CountRequest(filter=None, exact=False))) \
                 if self.index.full_scan_points else 0  # microseconds: the segments' sizes
+            live = name in self._stale  # not reopened (no room): count over the live points
             request = qe.QueryRequest(
                 limit=node.limit, query=er.query(rq.query(node), node.using),
-                prefetches=er.prefetches(rq.prefetches(node, self.index, points, live_idf=False)),
+                prefetches=er.prefetches(rq.prefetches(node, self.index, points, live)),
                 filter=_filter(node.filter), with_payload=rq.with_payload(payload),
                 with_vector=with_vectors or False, score_threshold=node.score_threshold,
-                params=er.search_params(rq.search_params(node, self.index, points, live_idf=False)),
+                params=er.search_params(rq.search_params(node, self.index, points, live)),
             )
             found = shard.query(request)
         return in_score_order([rq.to_hit(p) for p in found])

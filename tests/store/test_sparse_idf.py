@@ -177,3 +177,23 @@ def test_searches_in_threads_meanwhile_deletions_reopen_the_shard(tmp_path):
     assert not errors and found and store.reopened == 3
     assert set(found) <= {40, 30, 20, 10} and _scores(store).keys() == {p.id for p in _points()[3::4]}
     store.close()
+
+
+def test_with_no_room_to_reopen_a_shard_its_idf_counts_the_live_points_until_there_is(tmp_path, monkeypatch):
+    """Opening a shard maps new files, and the engine faults on them when the disk is full (the process ends):
+    with less than ``REOPEN_FREE_BYTES`` free a deletion leaves the shard open, and its sparse queries count over
+    the live points (exact, as before the reopening existed) until a later call finds room and reopens it."""
+    from mmrag.store import edge
+
+    room = [0]
+    monkeypatch.setattr(edge, "free_bytes", lambda path: room[0])
+    points = _points()
+    store = EdgeStore(tmp_path / "edge")
+    store.create_collection("c", SPEC)
+    store.upsert("c", points)
+    store.delete("c", FilterSpec(match={"document_id": "d1"}))
+    live = [p for p in points if p.payload["document_id"] != "d1"]
+    assert _scores(store) == pytest.approx(_expected(live), rel=1e-4) and store.reopened == 0
+    room[0] = edge.REOPEN_FREE_BYTES
+    assert _scores(store) == pytest.approx(_expected(live), rel=1e-4) and store.reopened == 1
+    store.close()
