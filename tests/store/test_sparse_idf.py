@@ -14,6 +14,15 @@ from mmrag.store import qdrant_request as rq
 from mmrag.store.edge import EdgeStore
 from mmrag.store.qdrant_client_store import QdrantClientStore
 
+
+@pytest.fixture(autouse=True)
+def _room_to_reopen(monkeypatch):
+    """Shards reopen whatever the free space of the disk the tests run on (its own test sets the guard)."""
+    from mmrag.store import edge
+
+    monkeypatch.setattr(edge, "REOPEN_FREE_BYTES", 0)
+
+
 SPEC = CollectionSpec(spaces=(SpaceSpec("bm25", "sparse", idf=True),), keyword_indexes=("document_id",))
 QUERY = SparseVec([1, 2, 3], [1.0, 1.0, 1.0])
 
@@ -186,6 +195,7 @@ def test_with_no_room_to_reopen_a_shard_its_idf_counts_the_live_points_until_the
     from mmrag.store import edge
 
     room = [0]
+    monkeypatch.setattr(edge, "REOPEN_FREE_BYTES", 1 << 20)
     monkeypatch.setattr(edge, "free_bytes", lambda path: room[0])
     points = _points()
     store = EdgeStore(tmp_path / "edge")
