@@ -129,12 +129,12 @@ def _warm(shard: qe.EdgeShard, folder: Path) -> None:
     for key in shard.info().payload_schema:
         field = (record.payload or {}).get(key)
         if isinstance(field, str):
-            condition = qe.FieldCondition(key=key, match=qe.MatchValue(field))
+            flt = FilterSpec(match={key: field})
         elif isinstance(field, int | float):
-            condition = qe.FieldCondition(key=key, range=qe.RangeFloat(gte=float(field), lte=float(field)))
+            flt = FilterSpec(ranges={key: (float(field), float(field))})
         else:
             continue
-        shard.count(qe.CountRequest(filter=qe.Filter(must=[condition]), exact=True))
+        shard.count(qe.CountRequest(filter=_filter(flt), exact=True))
 
 
 def _vectors(named: dict[str, VectorValue]) -> dict[str, Any]:
