@@ -37,6 +37,7 @@ from mmrag.ingest.doc_evidence import metadata_evidence
 from mmrag.ingest.ids import page_id, point_id, sha256_hex
 from mmrag.jobs import bm25_stats
 from mmrag.jobs.embedding import page_payload
+from mmrag.jobs.writer import add_document
 from mmrag.page_render import RenderSpec
 from mmrag.pipeline import Pipeline
 from mmrag.store.base import FilterSpec, PointRecord, SparseVec, VectorValue
@@ -215,7 +216,7 @@ def grow(pipeline: Pipeline, corpus: str, todo_copies: Iterator[tuple[int, BaseD
             catalog.pages.save_images(corpus, doc.pages, *b.source)  # as JobWriter._write
             store.upsert(corpus, points)
             bm25_stats.record_document(catalog, store, corpus, doc, embedded_with)  # as JobWriter._maybe_finish_file
-            catalog.documents.add(corpus, doc)
+            add_document(catalog, corpus, doc)  # as JobWriter._maybe_finish_file
             pages += len(doc.pages)
             added += 1
     t1 = time.perf_counter()

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> None:
                 new = json.dumps(paths.get(number, []))
                 changed += new != context
                 pages += 1
-                db.execute("UPDATE pages SET context = ? WHERE corpus = ? AND id = ?", (new, args.corpus, page_id))
+                db.execute("UPDATE pages SET context = ?, traits = NULL WHERE corpus = ? AND id = ?",  # traits: of the
+                           (new, args.corpus, page_id))  # section path too (read from the text when searched)
             db.execute("DELETE FROM bm25_lengths WHERE corpus = ? AND document_id = ?", (args.corpus, doc_id))
         db.commit()
         db.close()

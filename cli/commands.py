@@ -146,8 +146,8 @@ def reweight_bm25(corpus: Annotated[str, typer.Argument(help="Corpus name")]) ->
 def reindex_documents(corpus: Annotated[str, typer.Argument(help="Corpus name")]) -> None:
     """Re-derive every document's evidence (organisations, periods, form, tickers...) of a corpus from its
     stored page words with the current rules, and rewrite it in the catalog, the page payloads and the
-    document vectors; pages are not parsed or embedded again. Runs in-process: stop `mmrag serve` on this
-    folder first."""
+    document vectors, and store the ranker's traits of pages written without them; pages are not parsed or
+    embedded again. Runs in-process: stop `mmrag serve` on this folder first."""
     try:
         with folder_pipeline() as pipeline:
             done = pipeline.corpora.reindex_documents(corpus)
@@ -155,7 +155,7 @@ def reindex_documents(corpus: Annotated[str, typer.Argument(help="Corpus name")]
         fail(exc)
         return
     console.print(f"{corpus}: evidence of {done.documents} documents re-derived ({done.changed} changed, "
-                  f"{done.pages} pages rewritten) in {done.seconds:.2f}s")
+                  f"{done.pages} pages rewritten), traits of {done.traits} pages stored, in {done.seconds:.2f}s")
 
 
 __all__ = ["Application", "corpora", "fail", "ingest", "reindex_documents", "reweight_bm25", "serve"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mmrag.catalog.corpora import CorpusTable
@@ -21,7 +21,7 @@ from mmrag.sqlite_db import SqliteDB
 from mmrag.types import Document, DocumentInfo
 
 PAGE_COLUMNS = "corpus, id, document_id, number, width, height, image_hash, text_source, text, words, context, " \
-               "table_header, bm25_text, text_chars"
+               "table_header, bm25_text, text_chars, traits"
 _DOCUMENT = "id, filename, media_type, size_bytes, page_count, metadata, created_at"
 
 
@@ -31,18 +31,22 @@ class DocumentTable:
     def __init__(self, db: SqliteDB, corpora: CorpusTable, page_images: PageImageStore) -> None:
         self._db, self._corpora, self._page_images = db, corpora, page_images
 
-    def add(self, corpus: str, doc: Document) -> DocumentInfo:
+    def add(self, corpus: str, doc: Document, traits: Mapping[str, bytes] | None = None) -> DocumentInfo:
         """Record a fully indexed document and its pages (one transaction). Texts are stored compressed
-        (:mod:`mmrag.catalog.text_codec`), the BM25 text against the page text and only where it differs."""
+        (:mod:`mmrag.catalog.text_codec`), the BM25 text against the page text and only where it differs;
+        ``traits``: page id -> what the ranker reads of it, packed (:mod:`mmrag.spaces.page_traits`; a page
+        without: read from its text when searched)."""
         now = time.time()
+        traits = traits or {}
         with self._db.transaction() as db:
             for p in doc.pages:
                 db.execute(
-                    f"INSERT OR REPLACE INTO pages ({PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO pages ({PAGE_COLUMNS}) VALUES ({', '.join('?' * 15)})",
                     (corpus, p.id, doc.id, p.number, p.width, p.height, p.image_hash, p.text_source.value,
                      pack_text(p.text), pack_words(p.words, p.text), json.dumps(p.context),
                      json.dumps(p.table_header),
-                     None if p.bm25_text in (None, p.text) else pack_variant(p.bm25_text, p.text), len(p.text)))
+                     None if p.bm25_text in (None, p.text) else pack_variant(p.bm25_text, p.text), len(p.text),
+                     traits.get(p.id)))
             db.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (corpus, doc.id, doc.filename, doc.media_type, doc.size_bytes, len(doc.pages),

@@ -8,7 +8,7 @@ Lifecycle: one per :class:`mmrag.catalog.Catalog`, over its database; thread-saf
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,17 @@ class PageTable:
     def texts_and_sections(self, corpus: str, page_ids: list[str]) -> dict[str, tuple[str, list[str]]]:
         """page id -> (its plain text as :meth:`plain_texts` gives it, its section path)."""
         return {pid: (unpack_text(t), json.loads(c)) for pid, t, c in self._rows_of(corpus, page_ids, "text, context")}
+
+    def packed_traits(self, corpus: str, page_ids: list[str]) -> dict[str, bytes]:
+        """page id -> what the ranker reads of it as ingestion stored it (:mod:`mmrag.spaces.page_traits`), for
+        those of ``page_ids`` that have it (a page written before traits were stored has none)."""
+        return {pid: bytes(t) for pid, t in self._rows_of(corpus, page_ids, "traits") if t is not None}
+
+    def set_traits(self, corpus: str, traits: Mapping[str, bytes]) -> None:
+        """Store ``traits`` (page id -> packed traits) of pages of ``corpus`` (one transaction)."""
+        with self._db.transaction() as db:
+            db.executemany("UPDATE pages SET traits = ? WHERE corpus = ? AND id = ?",
+                           [(packed, corpus, pid) for pid, packed in traits.items()])
 
     def words(self, corpus: str, page_ids: list[str]) -> dict[str, Sequence[Word]]:
         return {pid: unpack_words(w, unpack_text(t)) for pid, t, w in self._rows_of(corpus, page_ids, "text, words")}

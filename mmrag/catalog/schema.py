@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS pages (
     corpus TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL, number INTEGER NOT NULL,
     width INTEGER NOT NULL, height INTEGER NOT NULL, image_hash TEXT NOT NULL, text_source TEXT NOT NULL,
     text TEXT NOT NULL, words TEXT NOT NULL, context TEXT NOT NULL DEFAULT '[]',
-    table_header TEXT NOT NULL DEFAULT '[]', bm25_text TEXT, text_chars INTEGER, PRIMARY KEY (corpus, id));
+    table_header TEXT NOT NULL DEFAULT '[]', bm25_text TEXT, text_chars INTEGER, traits BLOB,
+    PRIMARY KEY (corpus, id));
 CREATE INDEX IF NOT EXISTS pages_by_document ON pages (corpus, document_id, number);
 CREATE TABLE IF NOT EXISTS bm25_lengths (
     corpus TEXT NOT NULL, document_id TEXT NOT NULL, pages INTEGER NOT NULL, length INTEGER NOT NULL,
@@ -57,6 +58,8 @@ class CatalogDB(SqliteDB):
                 self._db.execute("ALTER TABLE pages ADD COLUMN bm25_text TEXT")
             if "text_chars" not in self._page_columns():  # pages written before: plain text, its length()
                 self._db.execute("ALTER TABLE pages ADD COLUMN text_chars INTEGER")
+            if "traits" not in self._page_columns():  # pages written before: their traits are read from the text
+                self._db.execute("ALTER TABLE pages ADD COLUMN traits BLOB")
 
     def _add_bm25_changed(self) -> None:
         """Catalogs written before a re-weight waited for changed pages get the count (idempotent; 0: none yet)."""

@@ -5,6 +5,8 @@ Each document's facts (:mod:`mmrag.ingest.doc_evidence`) are read from its first
 the file again or embedding its pages: the catalog row's ``metadata.doc``, every page's payload
 ``meta`` and, in a corpus with the ``document`` space, every page's two document vectors (``doc_text``,
 ``doc_bm25``; one embedding per document) are rewritten. ``mmrag reindex-documents CORPUS`` runs it.
+It also stores the ranker's page traits (:mod:`mmrag.spaces.page_traits`) of every page that has none of the
+current version (a page written before traits were stored, or before their rules changed).
 What the file's own metadata gave (title, author, dates, subject) stays as ingestion read it; text
 vectors embedded with the document's label (the corpus option ``chunk_context: ["document"]``) keep the
 label they were embedded with.
@@ -22,6 +24,7 @@ from mmrag.ingest.doc_evidence import FIRST_PAGES, metadata_evidence, refresh_fa
 from mmrag.ingest.ids import point_id
 from mmrag.spaces.base import Space
 from mmrag.spaces.document import DocumentSpace
+from mmrag.spaces.page_traits import pack_traits, text_traits, unpack_traits
 from mmrag.store.base import FilterSpec, VectorStore, VectorValue
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,7 @@ class Reindex:
     changed: int  # of those, documents whose facts changed
     pages: int  # page points whose payload (and document vectors) were rewritten
     seconds: float
+    traits: int = 0  # pages whose ranker traits were stored
 
 
 def reindex_documents(catalog: Catalog, store: VectorStore, spaces: dict[str, Space], corpus: str) -> Reindex:
@@ -46,11 +50,12 @@ def reindex_documents(catalog: Catalog, store: VectorStore, spaces: dict[str, Sp
     found = next((spaces[n].for_corpus(config) for n in config.spaces
                   if n in spaces and spaces[n].document_level), None)
     space = found if isinstance(found, DocumentSpace) else None
-    documents = changed = pages = 0
+    documents = changed = pages = traits = 0
     for info in catalog.documents.listed(corpus, limit=1_000_000):
         stored = info.metadata.get("doc")
         before = DocumentFacts.from_dict(stored if isinstance(stored, dict) else None)
         page_list = catalog.pages.of_document(corpus, info.id)
+        traits += store_traits(catalog, corpus, [p.id for p in page_list])
         first = catalog.pages.words(corpus, [p.id for p in page_list[:FIRST_PAGES]])
         words = [first.get(p.id, []) for p in page_list[:FIRST_PAGES]]
         facts = refresh_facts(DocumentFacts.from_dict(before.as_dict()), info.filename, words)
@@ -67,7 +72,18 @@ def reindex_documents(catalog: Catalog, store: VectorStore, spaces: dict[str, Sp
                 updates: dict[str, dict[str, VectorValue]] = {point_id(p.id): vectors for p in page_list}
                 store.update_vectors(corpus, updates)
         pages += len(page_list)
-    result = Reindex(corpus, documents, changed, pages, time.perf_counter() - t0)
-    log.info("corpus %s: document evidence of %d documents re-derived (%d changed, %d pages) in %.2fs",
-             corpus, documents, changed, pages, result.seconds)
+    result = Reindex(corpus, documents, changed, pages, time.perf_counter() - t0, traits)
+    log.info("corpus %s: document evidence of %d documents re-derived (%d changed, %d pages), traits of %d pages "
+             "stored, in %.2fs", corpus, documents, changed, pages, traits, result.seconds)
     return result
+
+
+def store_traits(catalog: Catalog, corpus: str, page_ids: list[str]) -> int:
+    """Store the traits of those of ``page_ids`` that have none of the current version, read from their stored
+    text and section path (as ingestion computes them); returns how many."""
+    have = catalog.pages.packed_traits(corpus, page_ids)
+    todo = [pid for pid in page_ids if unpack_traits(have.get(pid)) is None]
+    stored = catalog.pages.texts_and_sections(corpus, todo) if todo else {}
+    if stored:
+        catalog.pages.set_traits(corpus, {pid: pack_traits(text_traits(*ts)) for pid, ts in stored.items()})
+    return len(stored)

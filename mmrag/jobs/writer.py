@@ -34,6 +34,7 @@ from mmrag.jobs import bm25_stats
 from mmrag.jobs.model import FINISHED_FILE, Failed, FileState, JobState, JobStatus, Manifest, Planned, Work
 from mmrag.jobs.spool import Spool
 from mmrag.jobs.state import JobStore, NewFile
+from mmrag.spaces.page_traits import pack_traits, text_traits
 from mmrag.store.base import FilterSpec, VectorStore
 from mmrag.types import Document
 
@@ -48,6 +49,12 @@ class Upload:
     data: bytes
     metadata: dict[str, Any]
     kind: str | None = None  # the kind check_uploaded_file returned (the plan stage trusts it); None: plan checks
+
+
+def add_document(catalog: Catalog, corpus: str, doc: Document) -> None:
+    """Record ``doc`` and its pages in the catalog with what the ranker reads of each page's text
+    (:mod:`mmrag.spaces.page_traits`, computed here once instead of at every search that meets the page)."""
+    catalog.documents.add(corpus, doc, {p.id: pack_traits(text_traits(p.text, p.context)) for p in doc.pages})
 
 
 def with_attachments(uploads: list[Upload]) -> list[Upload]:
@@ -196,7 +203,7 @@ class JobWriter:
                        size_bytes=f.size_bytes, metadata=m.metadata,
                        pages=[replace(p, image_png=None) for b in batches for p in b.pages])
         bm25_stats.record_document(self.catalog, self.store, job.corpus, doc, m.corpus_config)
-        self.catalog.documents.add(job.corpus, doc)  # the document row last: a listed document is complete
+        add_document(self.catalog, job.corpus, doc)  # the document row last: a listed document is complete
         self.jobs.set_file_state(job_id, file, FileState.DONE)
         self.spool.drop_file(job_id, file)
         self._maybe_finish_job(job_id)

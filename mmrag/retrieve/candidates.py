@@ -19,6 +19,7 @@ from mmrag.ingest.ids import page_of_point, point_id
 from mmrag.retrieve.plan import usable
 from mmrag.retrieve.rank_features import CandidatePage, PageTraits, page_traits
 from mmrag.spaces.base import QueryInput, Space
+from mmrag.spaces.page_traits import unpack_traits
 from mmrag.store.base import FilterSpec, Hit, VectorStore
 
 
@@ -32,8 +33,10 @@ class CandidateDepth:
 
 
 class PageTraitsCache:
-    """Each page's :class:`PageTraits`, read from its stored text once and kept (a page's text and section
-    never change under its id); the least recently used go beyond ``max_pages``. Thread-safe."""
+    """Each page's :class:`PageTraits`, read once and kept (a page's text and section never change under its id):
+    the base traits as ingestion stored them (:mod:`mmrag.spaces.page_traits`), else (a page written before, or
+    ``extended`` traits) computed from its stored text; the least recently used go beyond ``max_pages``.
+    Thread-safe."""
 
     def __init__(self, catalog: Catalog, max_pages: int = 200_000) -> None:
         self.catalog, self.max_pages = catalog, max_pages
@@ -52,14 +55,25 @@ class PageTraitsCache:
                     out[pid] = found
         missing = [pid for pid in page_ids if pid not in out]
         if missing:
-            stored = self.catalog.pages.texts_and_sections(corpus, missing)
-            new = {pid: page_traits(*stored.get(pid, ("", [])), extended=extended) for pid in missing}
+            new = {} if extended else self._unpacked(corpus, missing)
+            rest = [pid for pid in missing if pid not in new]
+            stored = self.catalog.pages.texts_and_sections(corpus, rest) if rest else {}
+            new.update((pid, page_traits(*stored.get(pid, ("", [])), extended=extended)) for pid in rest)
             out.update(new)
             with self._lock:
                 for pid, traits in new.items():
                     self._traits[(corpus, pid)] = traits
                 while len(self._traits) > self.max_pages:
                     self._traits.popitem(last=False)
+        return out
+
+    def _unpacked(self, corpus: str, page_ids: list[str]) -> dict[str, PageTraits]:
+        """The base traits ingestion stored of those of ``page_ids`` that have them (of this version)."""
+        out: dict[str, PageTraits] = {}
+        for pid, packed in self.catalog.pages.packed_traits(corpus, page_ids).items():
+            base = unpack_traits(packed)
+            if base is not None:
+                out[pid] = PageTraits.of(base)
         return out
 
 

@@ -4,8 +4,8 @@ Inside the right 100-page report the page a question points to is often below pa
 item: the MD&A paragraph before the cash flow statement, a note's prose before its table. Two things
 a page carries tell them apart, whatever the document's kind:
 
-- its **title region** (the first :data:`HEAD_WORDS` words in reading order: a statement's
-  "Consolidated Statement of Cash Flows", a note's "NOTE 10. Long-Term Debt ...", a section's heading,
+- its **title region** (the first :data:`~mmrag.spaces.page_traits.HEAD_WORDS` words in reading order: a
+  statement's "Consolidated Statement of Cash Flows", a note's "NOTE 10. Long-Term Debt ...", a section's heading,
   also where heading detection finds none): the share of the query's BM25 terms (lower-cased,
   stopwords out, stemmed: the BM25 space's own tokenizer) found there;
 - its **figures**: the share of its words that are numbers (``1,234``, ``(56.7)``, ``12%``), high on a
@@ -21,18 +21,16 @@ rerank orders the candidates by MaxSim alone (as it does the document stage's).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mmrag.retrieve.evidence import order_hits
 from mmrag.spaces.bm25 import bm25_term_counts
+from mmrag.spaces.page_traits import HEAD_WORDS, figure_share
 from mmrag.store.base import Hit
 
-HEAD_WORDS = 25  # words of a page's title region
 FIGURE_CAP = 0.2  # share of numbers above which a page counts the same (a statement page: 0.1–0.3)
 LONG_DOCUMENT = 40  # pages from which a document is a long report: its pages' title regions count
-_NUMBER = re.compile(r"(?<!\S)\(?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?%?(?!\S)")  # a whole word that is a number
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +44,6 @@ class PagePrior:
     @property
     def on(self) -> bool:
         return self.depth > 0 and (self.title_weight > 0 or self.figure_weight > 0)
-
-
-def figure_share(words: Sequence[str]) -> float:
-    """Share of ``words`` that are numbers (amounts, percentages, years), 0 for no words."""
-    return len(_NUMBER.findall(" ".join(words))) / len(words) if words else 0.0
 
 
 def title_match(query_terms: Mapping[int, int], words: Sequence[str]) -> float:

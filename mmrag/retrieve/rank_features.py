@@ -10,7 +10,8 @@ those, with nothing about any one corpus:
 - the spaces: scores and ranks among the candidates (relative to the best candidate, so queries of
   different lengths compare);
 - the document: its evidence match, its fit, its rank among the candidates' documents;
-- the page: share of figures, whether its title region (first :data:`HEAD_WORDS` words) holds the
+- the page: share of figures, whether its title region (first
+  :data:`~mmrag.spaces.page_traits.HEAD_WORDS` words) holds the
   query's terms, whether it is a primary financial statement and which, whether it is a note,
   its position in the document, the document's length, the page's length;
 - the query: whether it asks for an amount, names a statement (or a line item that lives on one),
@@ -34,7 +35,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmrag.errors import InvalidInput
-from mmrag.retrieve.page_prior import figure_share
 from mmrag.retrieve.references import (
     PageReferences,
     QueryReferences,
@@ -43,25 +43,12 @@ from mmrag.retrieve.references import (
     reference_matches,
 )
 from mmrag.spaces.bm25 import bm25_term_counts
+from mmrag.spaces.page_traits import STATEMENT_TITLES, TextTraits, text_traits
 
-HEAD_WORDS = 25  # a page's title region (a statement's, a note's or a section's title)
-STATEMENT_HEAD_WORDS = 40  # where a statement's title stands (after "Table of Contents", the company name)
-
-_STATEMENT_TITLES: dict[str, re.Pattern[str]] = {
-    "income": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?(?:income|operations|earnings)(?!\s+tax)"
-                         r"|income\s+statements?|statements?\s+of\s+profit\s+(?:or|and)\s+loss", re.I),
-    "comprehensive": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?comprehensive\s+(?:income|loss)", re.I),
-    "balance": re.compile(r"balance\s+sheets?|statements?\s+of\s+(?:consolidated\s+)?financial\s+"
-                          r"(?:position|condition)", re.I),
-    "cash": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?cash\s+flows?|cash\s+flows?\s+statements?", re.I),
-    "equity": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?(?:changes\s+in\s+)?(?:\w+['’]?\s+)?"
-                         r"(?:equity|deficit)", re.I),
-}
-"""Primary financial statements by their titles (a page's head) and by how questions name them."""
 _QUERY_STATEMENTS: dict[str, re.Pattern[str]] = {
-    **_STATEMENT_TITLES,
-    "income": re.compile(_STATEMENT_TITLES["income"].pattern + r"|\bp\s*&\s*l\b|profit\s+and\s+loss", re.I),
-    "cash": re.compile(_STATEMENT_TITLES["cash"].pattern + r"|cash\s+flow\s+statement", re.I),
+    **STATEMENT_TITLES,
+    "income": re.compile(STATEMENT_TITLES["income"].pattern + r"|\bp\s*&\s*l\b|profit\s+and\s+loss", re.I),
+    "cash": re.compile(STATEMENT_TITLES["cash"].pattern + r"|cash\s+flow\s+statement", re.I),
 }
 _LINE_ITEMS: dict[str, re.Pattern[str]] = {
     "income": re.compile(r"\b(?:revenues?|net\s+sales|cost\s+of\s+(?:goods\s+sold|sales|revenues?)|cogs|gross\s+"
@@ -80,7 +67,6 @@ _LINE_ITEMS: dict[str, re.Pattern[str]] = {
                        r"free\s+cash\s+flow|repurchases?\s+of\s+(?:common\s+)?(?:stock|shares)|buybacks?)\b", re.I),
 }
 """Line items and the statement they are read from (a question naming one points to that statement)."""
-_NOTE_HEAD = re.compile(r"\bnote\s+\d{1,2}\b|^\s*\d{1,2}\.\s+[A-Z]", re.I)
 _NOTE_QUERY = re.compile(r"\b(?:foot)?notes?\b", re.I)
 _AMOUNT_QUERY = re.compile(r"\b(?:how\s+much|how\s+many|what\s+(?:was|were|is|are)\s+(?:the\s+)?(?:total|amount|"
                            r"net|value)|amount|total|in\s+(?:usd|\$)\s*(?:millions|billions|thousands)?|ratio|"
@@ -109,19 +95,20 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {"base": FEATURES, "references": FEAT
 
 
 @dataclass(frozen=True, slots=True)
-class PageTraits:
-    """What the features read of a page's text and section path, whatever the query (:func:`page_traits`;
-    computed once per page and kept: :class:`mmrag.retrieve.candidates.PageTraitsCache`)."""
+class PageTraits(TextTraits):
+    """What the features read of a page's text and section path, whatever the query: its
+    :class:`~mmrag.spaces.page_traits.TextTraits` (stored at ingestion) and, for a model of the reference or
+    context features, what :func:`page_traits` reads with ``extended`` (kept per page:
+    :class:`mmrag.retrieve.candidates.PageTraitsCache`)."""
 
-    figures: float  # share of figures among its words
-    kinds: frozenset[str]  # primary statements whose titles stand in its head
-    note_head: bool  # its title region opens a note
-    words: int
-    head_terms: frozenset[int]  # BM25 terms of its title region (first HEAD_WORDS words)
-    section_terms: frozenset[int]  # BM25 terms of its section path
     refs: PageReferences | None = None  # its printed labels, captions and mentions by number (None: not read)
     caption_terms: frozenset[int] = frozenset()  # BM25 terms of its caption text
     terms: bytes = b""  # every BM25 term of its text, sorted uint32 (read with ``extended``; 4 bytes a term)
+
+    @classmethod
+    def of(cls, base: TextTraits) -> PageTraits:
+        """The base traits alone (what a model of the base features reads)."""
+        return cls(base.figures, base.kinds, base.note_head, base.words, base.head_terms, base.section_terms)
 
     @property
     def extended(self) -> bool:
@@ -135,20 +122,13 @@ def page_traits(text: str, section: Sequence[str] = (), extended: bool = False) 
     """``extended``: also read its labels and captions and keep its whole term set (what
     :data:`REFERENCE_FEATURES` and :data:`CONTEXT_FEATURES` need; a model of the base features does not pay
     for them)."""
-    words = text.split()
-    head = " ".join(words[:HEAD_WORDS])
-    refs = page_references(text) if extended else None
-    return PageTraits(
-        figures=figure_share(words),
-        kinds=statement_kinds(" ".join(words[:STATEMENT_HEAD_WORDS])),
-        note_head=bool(_NOTE_HEAD.search(head)),
-        words=len(words),
-        head_terms=frozenset(bm25_term_counts(head)),
-        section_terms=frozenset(bm25_term_counts(" ".join(section))),
-        refs=refs,
-        caption_terms=frozenset(bm25_term_counts(refs.caption_text)) if refs is not None else frozenset(),
-        terms=np.unique(np.fromiter(bm25_term_counts(text), dtype=np.uint32)).tobytes() if extended else b"",
-    )
+    base = text_traits(text, section)
+    if not extended:
+        return PageTraits.of(base)
+    refs = page_references(text)
+    return PageTraits(base.figures, base.kinds, base.note_head, base.words, base.head_terms, base.section_terms,
+                      refs=refs, caption_terms=frozenset(bm25_term_counts(refs.caption_text)),
+                      terms=np.unique(np.fromiter(bm25_term_counts(text), dtype=np.uint32)).tobytes())
 
 
 @dataclass(slots=True)
@@ -187,15 +167,6 @@ def query_traits(text: str) -> QueryTraits:
         amount=bool(_AMOUNT_QUERY.search(text)),
         note=bool(_NOTE_QUERY.search(text)),
     )
-
-
-def statement_kinds(head: str) -> frozenset[str]:
-    """The primary statements whose titles stand in ``head`` (a page's first words)."""
-    kinds = {k for k, p in _STATEMENT_TITLES.items() if p.search(head)}
-    if "comprehensive" in kinds and "income" in kinds and not re.search(r"statements?\s+of\s+(?:consolidated\s+)?"
-                                                                        r"(?:income|operations|earnings)", head, re.I):
-        kinds.discard("income")  # "Statements of Comprehensive Income" alone
-    return frozenset(kinds)
 
 
 def term_share(terms: Mapping[int, int], found: frozenset[int]) -> float:

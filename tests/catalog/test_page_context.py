@@ -43,6 +43,7 @@ def test_old_catalog_gets_the_context_columns_and_keeps_its_pages(tmp_path):
         old = catalog.pages.of_document("c", "old")
         assert [(p.id, p.context, p.table_header) for p in old] == [("p-old", [], [])]
         assert catalog.pages.texts("c", ["old"]) == [PageText("p-old", "old", "old text", "")]
+        assert catalog.pages.packed_traits("c", ["p-old"]) == {}  # none stored: the ranker reads its text
         catalog.close()
 
     catalog = Catalog(tmp_path)

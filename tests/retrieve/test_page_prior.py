@@ -13,10 +13,8 @@ from mmrag.config import IngestConfig
 from mmrag.ingest.parse import parse_pdf_batch
 from mmrag.retrieve.page_prior import (
     FIGURE_CAP,
-    HEAD_WORDS,
     LONG_DOCUMENT,
     PagePrior,
-    figure_share,
     page_factors,
     prior_factor,
     reprioritise,
@@ -24,6 +22,7 @@ from mmrag.retrieve.page_prior import (
 )
 from mmrag.retrieve_config import RankingConfig
 from mmrag.spaces.bm25 import bm25_term_counts
+from mmrag.spaces.page_traits import HEAD_WORDS, figure_share
 from mmrag.store.base import Hit
 from mmrag.types import SearchRequest
 from tests.conftest import CORPUS

@@ -17,9 +17,9 @@ from mmrag.retrieve.rank_features import (
     feature_matrix,
     page_traits,
     query_traits,
-    statement_kinds,
 )
 from mmrag.spaces.bm25 import bm25_term_counts
+from mmrag.spaces.page_traits import statement_kinds
 
 CASH_FLOWS = ("Table of Contents 3M Company and Subsidiaries Consolidated Statement of Cash Flows Years ended "
               "December 31 (Millions) 2018 2017 2016 Net income including noncontrolling interest 5,363 4,869 "

@@ -43,7 +43,7 @@ def test_reindex_rewrites_facts_payloads_and_document_vectors(pipeline, tmp_path
     pipeline.store.set_payload("c", FilterSpec(match={"document_id": info.id}), {"meta": metadata})
 
     done = reindex_documents(pipeline.catalog, pipeline.store, pipeline.spaces, "c")
-    assert (done.documents, done.changed, done.pages) == (1, 1, 4)
+    assert (done.documents, done.changed, done.pages, done.traits) == (1, 1, 4, 0)  # traits: stored at ingestion
     facts = pipeline.catalog.documents.get("c", info.id).metadata["doc"]
     assert facts == fresh.as_dict()  # the stored words give what the PDF gave at ingestion
     points = pipeline.store.scroll("c", FilterSpec(match={"document_id": info.id}), with_vectors=["doc_text"])
