@@ -108,7 +108,7 @@ def test_a_fault_in_the_owner_step_fails_the_file_and_the_job_ends(fake_pipeline
     p = fake_pipeline
     add = p.catalog.documents.add
 
-    def full_disk(corpus, doc):
+    def full_disk(corpus, doc, traits=None):
         raise OSError("No space left on device")
 
     monkeypatch.setattr(p.catalog.documents, "add", full_disk)
