@@ -13,6 +13,8 @@ same questions, rotated over ``--rounds``:
 - ``chunks_L``: every chunk vector a point of its own (plain HNSW over single vectors), the best ``L`` chunks
   asked and their pages kept in order (a page's best chunk is its MaxSim for a one-vector query: exact when the
   best chunks are found);
+- ``graph_mM_efE`` for each ``M:E`` of ``--graphs``: the multi-vectors alone under a MaxSim graph built at once
+  with those HNSW parameters (``16:100`` is the product's);
 - the reference: the exhaustive MaxSim top 10 over every page (``exact``), asked once.
 
 Per arm: recall@10 against the reference by points and by page contents (a page whose text equals a reference
@@ -32,9 +34,11 @@ import hashlib
 import statistics
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import qdrant_edge as qe
 
 from bench._stats import machine_line, result_line
 from mmrag.config import load_settings
@@ -49,15 +53,36 @@ SCRATCH = "pooled"
 CHUNKS = "chunks"
 
 
-def build_scratch(source: VectorStore, catalog, corpus: str, target: EdgeStore, dim: int) -> float:  # type: ignore[no-untyped-def]
-    """Copy every page's text multi-vector into ``target`` with its normalised mean, and each of its chunk
-    vectors as a point of its own (collection ``chunks``); returns seconds (optimise included)."""
+def graph_name(m: int, ef_construct: int) -> str:
+    return f"graph_m{m}_ef{ef_construct}"
+
+
+def create_graph(target: EdgeStore, m: int, ef_construct: int, dim: int) -> str:
+    """A collection of the text multi-vector alone, indexed by MaxSim HNSW with ``m`` / ``ef_construct`` (the
+    product's shards take the engine's 16 / 100), created on disk for ``target`` to open."""
+    name = graph_name(m, ef_construct)
+    params = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
+                                 multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
+                                 hnsw_config=qe.HnswIndexConfig(m=m, ef_construct=ef_construct,
+                                                                full_scan_threshold=10_000),
+                                 datatype=qe.VectorStorageDatatype.Float16)
+    qe.EdgeShard.create(str(target.root / name), qe.EdgeConfig(vectors={"text": params}, sparse_vectors={},
+                                                               wal_enabled=False)).close()
+    return name
+
+
+def build_scratch(source: VectorStore, catalog, corpus: str, target: EdgeStore, dim: int,  # type: ignore[no-untyped-def]
+                  graphs: Sequence[tuple[int, int]] = ()) -> float:
+    """Copy every page's text multi-vector into ``target`` with its normalised mean, each of its chunk vectors
+    as a point of its own (collection ``chunks``) and, for each (m, ef_construct) of ``graphs``, alone under a
+    MaxSim graph of those parameters; returns seconds (optimise included)."""
     t0 = time.perf_counter()
     spec = CollectionSpec((SpaceSpec("text", "multivector", dim, index=False, datatype="float16"),
                            SpaceSpec("text_mean", "dense", dim, datatype="float16")))
-    for name in (SCRATCH, CHUNKS):
+    for name in (SCRATCH, CHUNKS, *(graph_name(m, ef) for m, ef in graphs)):
         if target.has_collection(name):
             target.delete_collection(name)
+    named = [create_graph(target, m, ef, dim) for m, ef in graphs]
     target.create_collection(SCRATCH, spec)
     target.create_collection(CHUNKS, CollectionSpec((SpaceSpec("chunk", "dense", dim, datatype="float16"),)))
     docs = catalog.documents.listed(corpus, limit=10_000_000)
@@ -77,10 +102,14 @@ def build_scratch(source: VectorStore, catalog, corpus: str, target: EdgeStore, 
                        for c, row in enumerate(mv)]
         target.upsert(SCRATCH, points)
         target.upsert(CHUNKS, chunks)
+        for name in named:
+            target.upsert(name, [PointRecord(p.id, {"text": p.vectors["text"]}, p.payload) for p in points])
         if i % 500 == 0:
             print(f"  copied {i + 1}/{len(docs)} documents ({time.perf_counter() - t0:.0f} s)", flush=True)
-    target.optimize(SCRATCH)
-    target.optimize(CHUNKS)
+    for name in (SCRATCH, CHUNKS, *named):
+        t1 = time.perf_counter()
+        target.optimize(name)
+        print(f"  {name} indexed in {time.perf_counter() - t1:.0f} s", flush=True)
     return time.perf_counter() - t0
 
 
@@ -94,6 +123,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--limits", default="50,100,200,400")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--graphs", default="",
+                    help="MaxSim graphs built apart, as m:ef_construct,... (e.g. 16:100,32:400)")
     return ap
 
 
@@ -108,8 +139,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         text = pipeline.spaces["text"]
         scratch = EdgeStore(args.scratch, store.index)  # type: ignore[attr-defined]  # the same hnsw_ef
         build_s = 0.0
+        graphs = [(int(m), int(ef)) for m, ef in (g.split(":") for g in args.graphs.split(",") if g)]
         if args.rebuild or not scratch.has_collection(SCRATCH):
-            build_s = build_scratch(store, catalog, args.corpus, scratch, int(text.embedder.dim))
+            build_s = build_scratch(store, catalog, args.corpus, scratch, int(text.embedder.dim), graphs)
             print(f"scratch store built in {build_s:.0f} s", flush=True)
         questions = [q.text for q in load_suite(args.suite).queries][:args.queries]
         vectors = [text.query_vector(QueryInput(text=q)) for q in questions]
@@ -134,8 +166,14 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 return list(best.values())[:10]
             return run
 
+        def rebuilt(name: str):  # type: ignore[no-untyped-def]
+            def run(v: np.ndarray) -> list[Hit]:
+                return scratch.query(name, QueryNode(10, "text", v), payload=fields)
+            return run
+
         arms = {"graph": graph, **{f"pooled_{n}": pooled(n) for n in limits},
-                **{f"chunks_{n}": chunks(n) for n in limits}}
+                **{f"chunks_{n}": chunks(n) for n in limits},
+                **{graph_name(m, ef): rebuilt(graph_name(m, ef)) for m, ef in graphs}}
         found: dict[str, list[list[Hit]]] = {}
         ms: dict[str, list[float]] = {a: [] for a in arms}
         names = list(arms)

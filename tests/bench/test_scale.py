@@ -151,15 +151,15 @@ def test_upload_scale_times_both_folders_alternated_and_leaves_them_as_they_were
 
 
 def test_the_text_prefetch_arms_find_the_exhaustive_pages_when_they_reach_every_page(measured, tmp_path) -> None:
-    """bench/text_pooled.py at 200 pages: a prefetch as large as the corpus rescored by MaxSim, and chunk points
-    grouped by page, both give the full scan's top 10 (the copy of the vectors and the grouping are right); a
-    prefetch of 5 by the mean vector does not."""
+    """bench/text_pooled.py at 200 pages: a prefetch as large as the corpus rescored by MaxSim, chunk points
+    grouped by page and a graph built apart all give the full scan's top 10 (the copy of the vectors and the
+    grouping are right); a prefetch of 5 by the mean vector does not."""
     args, rows, _ = measured
     values = text_pooled.run(text_pooled.parser().parse_args([
         "--data-dir", str(args.data_dir), "--corpus", "c", "--scratch", str(tmp_path / "scratch"), "--queries", "4",
-        "--rounds", "1", "--limits", f"5,{rows[1].pages * 40}"]))
+        "--rounds", "1", "--limits", f"5,{rows[1].pages * 40}", "--graphs", "16:100"]))
     full = rows[1].pages * 40
     assert values["pages"] == rows[1].pages and values["build_s"] > 0
-    for arm in ("graph", f"pooled_{full}", f"chunks_{full}"):
+    for arm in ("graph", f"pooled_{full}", f"chunks_{full}", "graph_m16_ef100"):
         assert values[f"{arm}_recall10"].value == 1.0, arm  # type: ignore[attr-defined]
     assert values["pooled_5_recall10"].value < 1.0  # type: ignore[attr-defined]
