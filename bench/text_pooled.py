@@ -8,7 +8,9 @@ normalised mean chunk vector, is; a query then prefetches ``L`` pages by the mea
 them by exact MaxSim over the multi-vectors (one Qdrant query, the shape of the ColPali plan). Arms, over the
 same questions, rotated over ``--rounds``:
 
-- ``graph``: today's text stage (HNSW over MaxSim, the store's ``hnsw_ef``) on the grown folder;
+- ``graph``: today's text stage on the grown folder, as the product runs it (HNSW over MaxSim with the store's
+  ``hnsw_ef``; a full scan up to ``store.full_scan_points`` points); every other arm walks its index (the scratch
+  store never scans in full);
 - ``pooled_L`` for each ``L`` of ``--limits``: the scratch store's prefetch + rescore;
 - ``chunks_L``: every chunk vector a point of its own (plain HNSW over single vectors), the best ``L`` chunks
   asked and their pages kept in order (a page's best chunk is its MaxSim for a one-vector query: exact when the
@@ -46,7 +48,16 @@ from mmrag.evaluate.stats import interval, mean_stat
 from mmrag.evaluate.suite import load_suite
 from mmrag.pipeline import build_pipeline
 from mmrag.spaces.base import QueryInput
-from mmrag.store.base import CollectionSpec, FilterSpec, Hit, PointRecord, QueryNode, SpaceSpec, VectorStore
+from mmrag.store.base import (
+    CollectionSpec,
+    FilterSpec,
+    Hit,
+    IndexSearch,
+    PointRecord,
+    QueryNode,
+    SpaceSpec,
+    VectorStore,
+)
 from mmrag.store.edge import EdgeStore
 
 SCRATCH = "pooled"
@@ -137,7 +148,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     try:
         store, catalog = pipeline.store, pipeline.catalog
         text = pipeline.spaces["text"]
-        scratch = EdgeStore(args.scratch, store.index)  # type: ignore[attr-defined]  # the same hnsw_ef
+        # the same hnsw_ef; never a full scan (the product scans a collection of up to store.full_scan_points:
+        # what is measured here is the index)
+        scratch = EdgeStore(args.scratch, IndexSearch(store.index.hnsw_ef, 0))  # type: ignore[attr-defined]
         build_s = 0.0
         graphs = [(int(m), int(ef)) for m, ef in (g.split(":") for g in args.graphs.split(",") if g)]
         if args.rebuild or not scratch.has_collection(SCRATCH):
