@@ -83,19 +83,21 @@ def create_graph(target: EdgeStore, m: int, ef_construct: int, dim: int) -> str:
 
 
 def build_scratch(source: VectorStore, catalog, corpus: str, target: EdgeStore, dim: int,  # type: ignore[no-untyped-def]
-                  graphs: Sequence[tuple[int, int]] = ()) -> float:
+                  graphs: Sequence[tuple[int, int]] = (), others: bool = True) -> float:
     """Copy every page's text multi-vector into ``target`` with its normalised mean, each of its chunk vectors
     as a point of its own (collection ``chunks``) and, for each (m, ef_construct) of ``graphs``, alone under a
-    MaxSim graph of those parameters; returns seconds (optimise included)."""
+    MaxSim graph of those parameters (``others`` False: only those); returns seconds (optimise included)."""
     t0 = time.perf_counter()
     spec = CollectionSpec((SpaceSpec("text", "multivector", dim, index=False, datatype="float16"),
                            SpaceSpec("text_mean", "dense", dim, datatype="float16")))
-    for name in (SCRATCH, CHUNKS, *(graph_name(m, ef) for m, ef in graphs)):
+    extra = [SCRATCH, CHUNKS] if others else []
+    for name in (*extra, *(graph_name(m, ef) for m, ef in graphs)):
         if target.has_collection(name):
             target.delete_collection(name)
     named = [create_graph(target, m, ef, dim) for m, ef in graphs]
-    target.create_collection(SCRATCH, spec)
-    target.create_collection(CHUNKS, CollectionSpec((SpaceSpec("chunk", "dense", dim, datatype="float16"),)))
+    if others:
+        target.create_collection(SCRATCH, spec)
+        target.create_collection(CHUNKS, CollectionSpec((SpaceSpec("chunk", "dense", dim, datatype="float16"),)))
     docs = catalog.documents.listed(corpus, limit=10_000_000)
     for i, info in enumerate(docs):
         hits = source.scroll(corpus, FilterSpec(match={"document_id": info.id}), limit=info.page_count + 16,
@@ -109,15 +111,17 @@ def build_scratch(source: VectorStore, catalog, corpus: str, target: EdgeStore, 
             mean /= max(float(np.linalg.norm(mean)), 1e-12)
             payload = {k: h.payload[k] for k in ("page_id", "document_id", "page")}
             points.append(PointRecord(h.id, {"text": mv, "text_mean": mean}, payload))
-            chunks += [PointRecord(str(uuid.uuid5(uuid.UUID(h.id), str(c))), {"chunk": row}, payload)
-                       for c, row in enumerate(mv)]
-        target.upsert(SCRATCH, points)
-        target.upsert(CHUNKS, chunks)
+            if others:
+                chunks += [PointRecord(str(uuid.uuid5(uuid.UUID(h.id), str(c))), {"chunk": row}, payload)
+                           for c, row in enumerate(mv)]
+        if others:
+            target.upsert(SCRATCH, points)
+            target.upsert(CHUNKS, chunks)
         for name in named:
             target.upsert(name, [PointRecord(p.id, {"text": p.vectors["text"]}, p.payload) for p in points])
         if i % 500 == 0:
             print(f"  copied {i + 1}/{len(docs)} documents ({time.perf_counter() - t0:.0f} s)", flush=True)
-    for name in (SCRATCH, CHUNKS, *named):
+    for name in (*extra, *named):
         t1 = time.perf_counter()
         target.optimize(name)
         print(f"  {name} indexed in {time.perf_counter() - t1:.0f} s", flush=True)
@@ -134,6 +138,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--limits", default="50,100,200,400")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only-graphs", action="store_true", help="build and measure the --graphs arms alone")
     ap.add_argument("--graphs", default="",
                     help="MaxSim graphs built apart, as m:ef_construct,... (e.g. 16:100,32:400)")
     return ap
@@ -153,8 +158,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         scratch = EdgeStore(args.scratch, IndexSearch(store.index.hnsw_ef, 0))  # type: ignore[attr-defined]
         build_s = 0.0
         graphs = [(int(m), int(ef)) for m, ef in (g.split(":") for g in args.graphs.split(",") if g)]
-        if args.rebuild or not scratch.has_collection(SCRATCH):
-            build_s = build_scratch(store, catalog, args.corpus, scratch, int(text.embedder.dim), graphs)
+        missing = not all(scratch.has_collection(graph_name(m, ef)) for m, ef in graphs) if args.only_graphs \
+            else not scratch.has_collection(SCRATCH)
+        if args.rebuild or missing:
+            build_s = build_scratch(store, catalog, args.corpus, scratch, int(text.embedder.dim), graphs,
+                                    others=not args.only_graphs)
             print(f"scratch store built in {build_s:.0f} s", flush=True)
         questions = [q.text for q in load_suite(args.suite).queries][:args.queries]
         vectors = [text.query_vector(QueryInput(text=q)) for q in questions]
@@ -184,8 +192,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 return scratch.query(name, QueryNode(10, "text", v), payload=fields)
             return run
 
-        arms = {"graph": graph, **{f"pooled_{n}": pooled(n) for n in limits},
-                **{f"chunks_{n}": chunks(n) for n in limits},
+        others = [] if args.only_graphs else limits
+        arms = {"graph": graph, **{f"pooled_{n}": pooled(n) for n in others},
+                **{f"chunks_{n}": chunks(n) for n in others},
                 **{graph_name(m, ef): rebuilt(graph_name(m, ef)) for m, ef in graphs}}
         found: dict[str, list[list[Hit]]] = {}
         ms: dict[str, list[float]] = {a: [] for a in arms}
