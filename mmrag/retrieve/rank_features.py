@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -126,9 +126,8 @@ def page_traits(text: str, section: Sequence[str] = (), extended: bool = False) 
     if not extended:
         return PageTraits.of(base)
     refs = page_references(text)
-    return PageTraits(base.figures, base.kinds, base.note_head, base.words, base.head_terms, base.section_terms,
-                      refs=refs, caption_terms=frozenset(bm25_term_counts(refs.caption_text)),
-                      terms=np.unique(np.fromiter(bm25_term_counts(text), dtype=np.uint32)).tobytes())
+    return replace(PageTraits.of(base), refs=refs, caption_terms=frozenset(bm25_term_counts(refs.caption_text)),
+                   terms=np.unique(np.fromiter(bm25_term_counts(text), dtype=np.uint32)).tobytes())
 
 
 @dataclass(slots=True)
