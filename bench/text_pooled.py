@@ -38,6 +38,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
@@ -107,13 +108,14 @@ def build_scratch(source: VectorStore, catalog, corpus: str, target: EdgeStore, 
             mv = np.asarray(h.vectors.get("text") or [], dtype=np.float32)
             if mv.size == 0:
                 continue
-            mean = mv.mean(axis=0)
-            mean /= max(float(np.linalg.norm(mean)), 1e-12)
             payload = {k: h.payload[k] for k in ("page_id", "document_id", "page")}
-            points.append(PointRecord(h.id, {"text": mv, "text_mean": mean}, payload))
-            if others:
+            vectors: dict[str, Any] = {"text": mv}
+            if others:  # the mean-vector and chunk arms (the graphs alone need neither)
+                mean = mv.mean(axis=0)
+                vectors["text_mean"] = mean / max(float(np.linalg.norm(mean)), 1e-12)
                 chunks += [PointRecord(str(uuid.uuid5(uuid.UUID(h.id), str(c))), {"chunk": row}, payload)
                            for c, row in enumerate(mv)]
+            points.append(PointRecord(h.id, vectors, payload))
         if others:
             target.upsert(SCRATCH, points)
             target.upsert(CHUNKS, chunks)

@@ -163,3 +163,8 @@ def test_the_text_prefetch_arms_find_the_exhaustive_pages_when_they_reach_every_
     for arm in ("graph", f"pooled_{full}", f"chunks_{full}", "graph_m16_ef100"):
         assert values[f"{arm}_recall10"].value == 1.0, arm  # type: ignore[attr-defined]
     assert values["pooled_5_recall10"].value < 1.0  # type: ignore[attr-defined]
+    graphs_alone = text_pooled.run(text_pooled.parser().parse_args([
+        "--data-dir", str(args.data_dir), "--corpus", "c", "--scratch", str(tmp_path / "scratch"), "--queries", "4",
+        "--rounds", "1", "--graphs", "16:100", "--only-graphs", "--rebuild"]))
+    assert graphs_alone["graph_m16_ef100_recall10"].value == 1.0  # type: ignore[attr-defined]
+    assert not any(k.startswith(("pooled_", "chunks_")) for k in graphs_alone)  # the other arms neither built nor run
