@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import scale, text_pooled, upload_scale
+from bench import scale, scan_frontier, text_pooled, upload_scale
 from bench._scale_corpus import load_base, originals, perturb
 from bench._scale_measure import ARMS
 from mmrag.config import CorpusConfig
@@ -168,3 +168,27 @@ def test_the_text_prefetch_arms_find_the_exhaustive_pages_when_they_reach_every_
         "--rounds", "1", "--graphs", "16:100", "--only-graphs", "--rebuild"]))
     assert graphs_alone["graph_m16_ef100_recall10"].value == 1.0  # type: ignore[attr-defined]
     assert not any(k.startswith(("pooled_", "chunks_")) for k in graphs_alone)  # the other arms neither built nor run
+
+
+def test_scan_frontier_times_three_arms_and_scans_only_in_its_own(measured) -> None:
+    """bench/scan_frontier.py: every arm timed; the scan arm's searches see the
+    store's full_scan_points above any corpus, the others the store's own, restored after each search."""
+    args, rows, _ = measured
+    pipeline = build_pipeline(scale.search_settings(args.data_dir), run_jobs=False)
+    try:
+        store, seen = pipeline.retriever.store, []
+        own = store.index
+        search = pipeline.retriever.search
+        pipeline.retriever.search = lambda corpus, request: (seen.append(store.index.full_scan_points),  # type: ignore[method-assign]
+                                                             search(corpus, request))[1]
+        assert scan_frontier.timed_search(pipeline, "c", "revenue", scan=True) > 0
+        assert scan_frontier.timed_search(pipeline, "c", "revenue", scan=False) > 0
+        assert seen == [scan_frontier.SCAN_ALL, own.full_scan_points] and store.index == own
+    finally:
+        pipeline.close()
+    values = scan_frontier.run(args.base, args.data_dir, "c", ["revenue", "net income", "cash"], rounds=2,
+                               recall_queries=2)
+    assert values["pages_small"] < values["pages_large"] == rows[1].pages
+    for name in ("hnsw_p50_ratio", "scan_p50_ratio", "scan_over_hnsw", "small_ms", "hnsw_ms", "scan_ms"):
+        assert values[name].value > 0, name  # type: ignore[attr-defined]
+    assert values["recall10"].value == 1.0  # type: ignore[attr-defined]  # 200 pages: under full_scan_points
