@@ -8,6 +8,12 @@ from mmrag.store.base import Hit, QueryNode, VectorStore, score_order
 from mmrag.types import Evidence
 
 TIE_MARGIN = 8  # extra results asked of the store beyond those kept, so a cut's ties are seen
+PLAN_TIE_MARGIN = 128
+"""The margin of the plan's own cut (the ranker's first stage, ids and scores only): a page repeated in a corpus
+(boilerplate, a document uploaded again) ties with its copies in BM25, and a cut inside such a group asks the
+whole plan again (as much as the first query). Returning 120 more ids costs ~1 ms at 5,000 pages; at 250,034
+pages of 240 copies each it spares the second plan query of most searches (docs/retrieval.md, "Cost against
+corpus size")."""
 MAX_TIE_FETCH = 4096  # the most results one cut asks for while its tie runs on
 
 
@@ -22,13 +28,15 @@ def order_hits(hits: list[Hit], top_k: int) -> list[Hit]:
     return sorted(hits, key=lambda h: rank_key(h.score, h.payload.get("page_id", h.id)))[:top_k]
 
 
-def query_past_ties(store: VectorStore, corpus: str, node: QueryNode, keep: int, **options: Any) -> list[Hit]:
+def query_past_ties(store: VectorStore, corpus: str, node: QueryNode, keep: int, margin: int | None = None,
+                    **options: Any) -> list[Hit]:
     """The store's results of ``node`` with every page tied with the ``keep``-th, so that which tied pages a cut
     keeps is decided by page id (:func:`order_hits`), never by the engine's internal order: asks for ``keep +
-    TIE_MARGIN``; where the last result returned still ties the ``keep``-th, asks once more for every result
-    scoring at least the tied score (to 6 decimals; up to ``MAX_TIE_FETCH``), so a tie of thousands (documents
-    whose document vectors match a query alike) costs two queries, not one per doubling. Sets ``node.limit``."""
-    node.limit = keep + TIE_MARGIN
+    margin`` (default ``TIE_MARGIN``); where the last result returned still ties the ``keep``-th, asks once more
+    for every result scoring at least the tied score (to 6 decimals; up to ``MAX_TIE_FETCH``), so a tie of
+    thousands (documents whose document vectors match a query alike) costs two queries, not one per doubling.
+    Sets ``node.limit``."""
+    node.limit = keep + (TIE_MARGIN if margin is None else margin)
     hits = store.query(corpus, node, **options)  # in score order, ties by id
     if len(hits) < node.limit or len(hits) <= keep or node.limit >= MAX_TIE_FETCH:
         return hits
@@ -76,4 +84,5 @@ def annotate(evidence: list[Evidence], stage: str, table: dict[str, tuple[int, f
     return evidence
 
 
-__all__ = ["TIE_MARGIN", "annotate", "merge_duplicates", "order_hits", "query_past_ties", "rank_table"]
+__all__ = ["PLAN_TIE_MARGIN", "TIE_MARGIN", "annotate", "merge_duplicates", "order_hits", "query_past_ties",
+           "rank_table"]

@@ -23,7 +23,15 @@ from mmrag.imaging import decode_query_image
 from mmrag.retrieve.candidates import CandidateDepth, PageTraitsCache, candidate_hit, gather_candidates, located
 from mmrag.retrieve.document_choice import choose_documents
 from mmrag.retrieve.document_prior import CorpusDocuments, DocumentsCache
-from mmrag.retrieve.evidence import annotate, merge_duplicates, order_hits, query_past_ties, rank_key, rank_table
+from mmrag.retrieve.evidence import (
+    PLAN_TIE_MARGIN,
+    annotate,
+    merge_duplicates,
+    order_hits,
+    query_past_ties,
+    rank_key,
+    rank_table,
+)
 from mmrag.retrieve.page_prior import PagePrior, page_factors, reprioritise
 from mmrag.retrieve.plan import PlanOptions, build_plan, document_space, request_filter, usable
 from mmrag.retrieve.rank_features import FEATURES, CandidatePage, feature_matrix
@@ -215,8 +223,8 @@ class Retriever:
         traits with labels, captions and terms (a model of the reference or context features)."""
         r = self.config.ranking
         depth = CandidateDepth(max(request.top_k, r.rank_depth), r.rank_documents, r.rank_document_pages)
-        first = order_hits(located(self.catalog, corpus, query_past_ties(self.store, corpus, node,
-                                                                         depth.first_stage, payload=[])),
+        first = order_hits(located(self.catalog, corpus, query_past_ties(self.store, corpus, node, depth.first_stage,
+                                                                         PLAN_TIE_MARGIN, payload=[])),
                            depth.first_stage)
         return gather_candidates(self.store, self.catalog, self.page_traits, corpus, spaces, names, query,
                                  request_filter(request), first, fit, depth, extended)
