@@ -10,7 +10,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from mmrag.retrieve import document_choice, evidence
+from mmrag.retrieve import document_choice, evidence, search
 from mmrag.retrieve.evidence import order_hits, query_past_ties, rank_key
 from mmrag.retrieve_config import RankingConfig
 from mmrag.store.base import Hit, QueryNode, in_score_order
@@ -58,6 +58,20 @@ def test_a_cut_inside_a_tie_asks_once_more_for_the_whole_tie() -> None:
     assert short.limits == [10]  # the cut falls between two scores: one query
 
 
+
+def test_a_margin_that_holds_the_tie_asks_once_and_keeps_the_same_pages() -> None:
+    scores = [0.9, *[0.5] * 40, 0.1]
+    wide = CutStore(scores)
+    got = query_past_ties(wide, "c", QueryNode(limit=1), 5, margin=64)  # type: ignore[arg-type]
+    assert wide.limits == [69]  # the whole tie came back with the first query: no second one
+    narrow = CutStore(scores)
+    again = query_past_ties(narrow, "c", QueryNode(limit=1), 5)  # type: ignore[arg-type]
+    assert narrow.limits == [13, evidence.MAX_TIE_FETCH]
+    assert [h.id for h in order_hits(got, 5)] == [h.id for h in order_hits(again, 5)] == [f"{i:032x}" for i in range(5)]
+    short = CutStore(scores)
+    query_past_ties(short, "c", QueryNode(limit=1), 5, margin=20)  # type: ignore[arg-type]
+    assert short.limits == [25, evidence.MAX_TIE_FETCH]  # a tie longer than the margin: asked again
+
 def pdf(title: str, extra: list[str]) -> bytes:
     doc = pymupdf.open()
     for text in [*[SAME] * 12, *extra]:  # 12 identical pages: one tie in every space
@@ -98,6 +112,33 @@ def test_identical_pages_come_back_in_one_order_twice_and_in_either_store_order(
     assert all(ids == sorted(ids) for ids in groups.values())  # every tie in page id order
     if ranker == "off":  # the first stage scores the 24 identical pages alike (the ranker reads their positions)
         assert max(len(ids) for ids in groups.values()) >= 12
+
+
+
+def test_the_rankers_first_stage_asks_the_plan_margin_past_its_cut(twins, monkeypatch) -> None:
+    """The ranker's first stage (ids and scores only) asks ``PLAN_TIE_MARGIN`` results past its cut, so that a
+    group of repeated pages across the cut comes back with the first query; with a margin of 1 its cut inside the
+    12 identical pages of a document asks the plan again. The ranking is the same either way."""
+    twins.retriever.config = twins.retriever.config.model_copy(
+        update={"ranking": RankingConfig(ranker="shipped", rank_depth=6)})  # a first stage of 6 of the 24
+    store, limits = twins.retriever.store, []
+    query = store.query
+
+    def spy(corpus, node, **options):  # type: ignore[no-untyped-def]
+        limits.append((node.limit, node.score_threshold is not None))
+        return query(corpus, node, **options)
+
+    monkeypatch.setattr(store, "query", spy)
+    request = SearchRequest(query="revenue in the northern region", top_k=5)  # every space: the ranker runs
+    rankings = {}
+    for margin in (search.PLAN_TIE_MARGIN, 1):
+        monkeypatch.setattr(search, "PLAN_TIE_MARGIN", margin)
+        limits.clear()
+        rankings[margin] = ranking(twins, "ab", request)
+        assert (6 + margin, False) in limits  # the first stage's query
+        assert any(again for _, again in limits) == (margin == 1)  # asked again only when the tie ran past
+    wide, narrow = rankings.values()
+    assert wide == narrow and len(wide) == 5
 
 
 @pytest.fixture()
