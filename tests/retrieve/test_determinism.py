@@ -58,7 +58,6 @@ def test_a_cut_inside_a_tie_asks_once_more_for_the_whole_tie() -> None:
     assert short.limits == [10]  # the cut falls between two scores: one query
 
 
-
 def test_a_margin_that_holds_the_tie_asks_once_and_keeps_the_same_pages() -> None:
     scores = [0.9, *[0.5] * 40, 0.1]
     wide = CutStore(scores)
@@ -71,6 +70,7 @@ def test_a_margin_that_holds_the_tie_asks_once_and_keeps_the_same_pages() -> Non
     short = CutStore(scores)
     query_past_ties(short, "c", QueryNode(limit=1), 5, margin=20)  # type: ignore[arg-type]
     assert short.limits == [25, evidence.MAX_TIE_FETCH]  # a tie longer than the margin: asked again
+
 
 def pdf(title: str, extra: list[str]) -> bytes:
     doc = pymupdf.open()
@@ -112,7 +112,6 @@ def test_identical_pages_come_back_in_one_order_twice_and_in_either_store_order(
     assert all(ids == sorted(ids) for ids in groups.values())  # every tie in page id order
     if ranker == "off":  # the first stage scores the 24 identical pages alike (the ranker reads their positions)
         assert max(len(ids) for ids in groups.values()) >= 12
-
 
 
 def test_the_rankers_first_stage_asks_the_plan_margin_past_its_cut(twins, monkeypatch) -> None:
