@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import qdrant_edge as qe
 
 from bench._stats import machine_line, result_line
 from mmrag.config import load_settings
@@ -70,16 +69,11 @@ def graph_name(m: int, ef_construct: int) -> str:
 
 
 def create_graph(target: EdgeStore, m: int, ef_construct: int, dim: int) -> str:
-    """A collection of the text multi-vector alone, indexed by MaxSim HNSW with ``m`` / ``ef_construct`` (the
-    product's shards take the engine's 16 / 100), created on disk for ``target`` to open."""
+    """A collection of the text multi-vector alone (float16, as the product stores it), indexed by MaxSim HNSW
+    with ``m`` / ``ef_construct`` (the product's shards take the engine's 16 / 100)."""
     name = graph_name(m, ef_construct)
-    params = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
-                                 multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
-                                 hnsw_config=qe.HnswIndexConfig(m=m, ef_construct=ef_construct,
-                                                                full_scan_threshold=10_000),
-                                 datatype=qe.VectorStorageDatatype.Float16)
-    qe.EdgeShard.create(str(target.root / name), qe.EdgeConfig(vectors={"text": params}, sparse_vectors={},
-                                                               wal_enabled=False)).close()
+    target.create_collection(name, CollectionSpec((SpaceSpec("text", "multivector", dim, datatype="float16",
+                                                             graph=(m, ef_construct)),)))
     return name
 
 

@@ -35,6 +35,7 @@ class SpaceSpec:
     quantization: Quantization = "none"
     idf: bool = False  # sparse only: let the engine apply IDF (BM25)
     datatype: Datatype = "float32"  # dense and multi-vectors: how the engine stores each value
+    graph: tuple[int, int] | None = None  # an indexed space's HNSW (m, ef_construct); None: the engine's (16, 100)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ _DATATYPES = {models.Datatype.FLOAT32: qe.VectorStorageDatatype.Float32,
 def vector_params(params: models.VectorParams) -> qe.EdgeVectorParams:
     multi = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim) if params.multivector_config else None
     hnsw = None if params.hnsw_config is None else \
-        qe.HnswIndexConfig(m=params.hnsw_config.m or 0, ef_construct=100, full_scan_threshold=10_000)
+        qe.HnswIndexConfig(m=params.hnsw_config.m or 0, ef_construct=params.hnsw_config.ef_construct or 100,
+                           full_scan_threshold=10_000)
     datatype = None if params.datatype is None else _DATATYPES[params.datatype]
     return qe.EdgeVectorParams(size=params.size, distance=qe.Distance.Cosine, multivector_config=multi,
                                hnsw_config=hnsw, quantization_config=_quantization(params.quantization_config),

@@ -38,7 +38,8 @@ def vector_params(space: SpaceSpec) -> models.VectorParams:
     corpus at its first vacuum (docs/benchmarks.md, "Soak")."""
     multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM) \
         if space.kind == "multivector" else None
-    hnsw = None if space.index else models.HnswConfigDiff(m=0)
+    hnsw = models.HnswConfigDiff(m=0) if not space.index else \
+        None if space.graph is None else models.HnswConfigDiff(m=space.graph[0], ef_construct=space.graph[1])
     quant: Any = None
     if space.quantization == "binary":
         quant = models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
